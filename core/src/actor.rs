@@ -1,0 +1,179 @@
+//! The actor control block and its state word.
+//!
+//! # The state word
+//!
+//! | value | name       | meaning                                                  |
+//! |-------|------------|----------------------------------------------------------|
+//! | 0     | `RUNNABLE` | in a run queue or run-next slot, or about to be put there |
+//! | 1     | `RUNNING`  | a worker is running it (or has just switched off it)      |
+//! | 2     | `PARKED`   | suspended, waiting for a wake; its registration is the only reference that can make it runnable |
+//! | 3     | `NOTIFIED` | `RUNNING`, and a wake arrived before its park completed   |
+//! | 4     | `DONE`     | exited; never runs again                                  |
+//!
+//! # Lifecycle
+//!
+//! ```text
+//!            (1) spawn                 (2) pick
+//!   new ────────────────▶ RUNNABLE ─────────────▶ RUNNING ──(6) exit──▶ DONE
+//!                            ▲  ▲                  │  │  ▲
+//!                 (3) yield  │  └──(5a) wake───┐   │  │  │ (4b) park fails:
+//!                            └─────────────────┼───┘  │  │      resume at once
+//!                                              │  (4a)│  │
+//!                                            PARKED ◀─┘  NOTIFIED ◀─(5b) wake while running
+//! ```
+//!
+//! 1. `spawn` (`Runtime::spawn`, `spawn`): a new actor starts `RUNNABLE`
+//!    (work-first spawns skip straight to (2)).
+//! 2. the worker that takes it from a queue or slot stores `RUNNING`.
+//! 3. `yield_now` → after switching off the actor, the worker stores
+//!    `RUNNABLE` and queues it.
+//! 4. `park` → after switching off the actor, the worker CASes
+//!    `RUNNING → PARKED` (4a). If the CAS finds `NOTIFIED` (4b), a wake came
+//!    in between: the worker stores `RUNNING` and resumes the actor at once.
+//! 5. `wake` (any thread): CAS `PARKED → RUNNABLE` and schedule it (5a), or
+//!    CAS `RUNNING → NOTIFIED` (5b); from any other state a wake does nothing
+//!    (it will run anyway, or never again).
+//! 6. the actor's closure returns (or unwinds): the worker stores `DONE`.
+//!
+//! # The park invariant
+//!
+//! A pending park is observed in exactly one place: the waker's registration
+//! (a join slot, later a mailbox) holds the only handle that moves the actor
+//! out of `PARKED`, and every transition out of `PARKED` is a CAS, so a wake
+//! is delivered once. The condition a parker waits for is always re-checked
+//! after the registration is published (the registration is a CAS that fails
+//! if the condition already holds), and the `NOTIFIED` state carries a wake
+//! that lands between registration and the park's CAS, so no wake is lost.
+//! State changes the actor makes happen after it has been switched off
+//! (steps 3, 4, 6 run on the worker's own stack), so no other worker can
+//! resume an actor whose stack is still in use.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::ptr;
+
+use crate::platform::RawStack;
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+
+pub(crate) const RUNNABLE: u32 = 0;
+pub(crate) const RUNNING: u32 = 1;
+pub(crate) const PARKED: u32 = 2;
+pub(crate) const NOTIFIED: u32 = 3;
+pub(crate) const DONE: u32 = 4;
+
+/// Cancellation, set by a worker during shutdown before it resumes an actor.
+pub(crate) const CANCEL_NONE: u8 = 0;
+/// The next resume point unwinds the actor.
+pub(crate) const CANCEL_REQUESTED: u8 = 1;
+/// The actor is unwinding: blocking calls return at once instead of parking.
+pub(crate) const CANCEL_UNWINDING: u8 = 2;
+
+/// The payload of the unwind that cancels an actor at shutdown.
+#[derive(Debug)]
+pub struct Cancelled;
+
+/// What a running actor asks its worker to do once switched off it.
+pub(crate) enum Request {
+    /// Nothing pending (the actor is running).
+    None,
+    /// Requeue at the back of the run queue.
+    Yield,
+    /// Park (see the state diagram, step 4).
+    Park,
+    /// Run `child` at once; the parent waits in the run-next slot.
+    Spawn(Arc<Actor>),
+    /// The actor finished; wake this actor (a joiner) if any.
+    Exit(Option<Arc<Actor>>),
+}
+
+/// The body of an actor: runs the user's closure, stores its result, and
+/// returns the joiner to wake, if one is parked.
+pub(crate) type Entry = Box<dyn FnOnce(&Actor) -> Option<Arc<Actor>> + Send>;
+
+/// An actor's control block. Shared as `Arc<Actor>` between the queues,
+/// the worker running it and wakers' registrations.
+///
+/// Field ownership: `sp`, `request`, `cancel` and `entry` belong to whoever
+/// owns the actor per the state word (the worker running or switching it, or
+/// the actor itself while it runs); ownership passes through the state
+/// word's and the run queue's Release/Acquire edges. `sched_sp` is written by
+/// the actor right after each resume and read by it before each suspend.
+pub struct Actor {
+    pub(crate) id: u64,
+    pub(crate) state: AtomicU32,
+    pub(crate) sp: UnsafeCell<*mut u8>,
+    pub(crate) sched_sp: UnsafeCell<*mut u8>,
+    pub(crate) request: UnsafeCell<Request>,
+    pub(crate) cancel: UnsafeCell<u8>,
+    pub(crate) entry: UnsafeCell<Option<Entry>>,
+    pub(crate) stack: UnsafeCell<Option<RawStack>>,
+    /// Frees `stack` if the actor is dropped without exiting (shutdown).
+    pub(crate) stack_free: unsafe fn(RawStack),
+}
+
+// SAFETY: every `UnsafeCell` field is accessed only by the actor's current
+// owner (see the struct doc), and ownership moves between threads through
+// Release/Acquire edges (the state word, the run queue, the run-next slot).
+unsafe impl Send for Actor {}
+// SAFETY: as above; the only fields touched concurrently are atomics.
+unsafe impl Sync for Actor {}
+
+impl Actor {
+    pub(crate) fn new(id: u64, entry: Entry, stack: RawStack, stack_free: unsafe fn(RawStack)) -> Self {
+        Actor {
+            id,
+            state: AtomicU32::new(RUNNABLE),
+            sp: UnsafeCell::new(ptr::null_mut()),
+            sched_sp: UnsafeCell::new(ptr::null_mut()),
+            request: UnsafeCell::new(Request::None),
+            cancel: UnsafeCell::new(CANCEL_NONE),
+            entry: UnsafeCell::new(Some(entry)),
+            stack: UnsafeCell::new(Some(stack)),
+            stack_free,
+        }
+    }
+
+    /// The actor's id (unique within its runtime).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Wakes a parked actor: returns it if the caller must schedule it
+    /// (it was `PARKED`, now `RUNNABLE`); otherwise the wake was absorbed
+    /// (`RUNNING → NOTIFIED`) or is moot.
+    pub(crate) fn wake(self: Arc<Self>) -> Option<Arc<Actor>> {
+        // Acquire: pairs with the worker's AcqRel CAS into PARKED (step 4a),
+        // so the actor's saved sp is visible before we schedule it.
+        let mut s = self.state.load(Ordering::Acquire);
+        loop {
+            let to = match s {
+                PARKED => RUNNABLE,
+                RUNNING => NOTIFIED,
+                _ => return None,
+            };
+            // AcqRel: Release publishes what the waker wrote before waking
+            // (the condition the parker re-checks); Acquire as above.
+            match self.state.compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) if to == RUNNABLE => return Some(self),
+                Ok(_) => return None,
+                Err(now) => s = now,
+            }
+        }
+    }
+}
+
+impl Drop for Actor {
+    fn drop(&mut self) {
+        // An actor dropped with its stack still attached never exited (it
+        // was left in a queue or parked at shutdown): its frames are
+        // abandoned without unwinding, but the stack itself is unmapped.
+        if let Some(stack) = self.stack.with_mut(|s| {
+            // SAFETY: `&mut self`: no other reference exists.
+            unsafe { (*s).take() }
+        }) {
+            // SAFETY: no context runs on the stack of an actor being dropped
+            // (a running actor's Arc is held by its worker).
+            unsafe { (self.stack_free)(stack) };
+        }
+    }
+}

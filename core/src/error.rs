@@ -1,0 +1,91 @@
+//! Errors the runtime returns for bad input or exhausted resources.
+
+use core::fmt;
+
+use crate::platform::{StackError, ThreadError};
+
+/// The smallest stack [`Builder::stack_size`](crate::Builder::stack_size)
+/// accepts: enough for the runtime's own frames, a panic and its message.
+/// Deep recursion, large locals or `RUST_BACKTRACE` need more.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+
+/// The largest stack the builder accepts (1 GiB).
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+
+/// Why a runtime could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    /// `workers(0)`: a runtime needs at least one worker thread.
+    ZeroWorkers,
+    /// The requested stack is below [`MIN_STACK_SIZE`].
+    StackTooSmall {
+        /// What was asked for.
+        requested: usize,
+        /// The minimum.
+        minimum: usize,
+    },
+    /// The requested stack is above [`MAX_STACK_SIZE`].
+    StackTooLarge {
+        /// What was asked for.
+        requested: usize,
+        /// The maximum.
+        maximum: usize,
+    },
+    /// The run-queue capacity was below 2.
+    QueueTooSmall {
+        /// What was asked for.
+        requested: usize,
+    },
+    /// A worker thread could not be started.
+    Thread(ThreadError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroWorkers => f.write_str("a runtime needs at least one worker (workers(0) given)"),
+            BuildError::StackTooSmall { requested, minimum } => {
+                write!(f, "stack size {requested} bytes is below the minimum of {minimum} bytes")
+            }
+            BuildError::StackTooLarge { requested, maximum } => {
+                write!(f, "stack size {requested} bytes is above the maximum of {maximum} bytes")
+            }
+            BuildError::QueueTooSmall { requested } => {
+                write!(f, "run-queue capacity {requested} is below the minimum of 2")
+            }
+            BuildError::Thread(e) => write!(f, "starting a worker thread failed: {}", e.message),
+        }
+    }
+}
+
+impl core::error::Error for BuildError {}
+
+/// Why an actor could not be spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnError {
+    /// No stack could be mapped (see [`StackError`] for the usual cause,
+    /// `vm.max_map_count`, and how to raise it).
+    Stack(StackError),
+    /// The free function `spawn` was called outside any actor; use
+    /// `Runtime::spawn` from plain threads.
+    NoRuntime,
+}
+
+impl From<StackError> for SpawnError {
+    fn from(e: StackError) -> Self {
+        SpawnError::Stack(e)
+    }
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::Stack(e) => write!(f, "cannot spawn an actor: {e}"),
+            SpawnError::NoRuntime => f.write_str(
+                "spawn called outside an actor: use Runtime::spawn (or block_on) from plain threads",
+            ),
+        }
+    }
+}
+
+impl core::error::Error for SpawnError {}

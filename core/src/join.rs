@@ -1,0 +1,329 @@
+//! Join handles: where an actor's result (or its panic) waits for whoever
+//! joins it — another actor (which parks) or a plain OS thread (which
+//! blocks on the platform's futex).
+//!
+//! The slot's state word is a one-shot handshake:
+//!
+//! | value         | meaning                                         |
+//! |---------------|-------------------------------------------------|
+//! | `EMPTY`       | no result, nobody waiting                       |
+//! | `WAIT_ACTOR`  | no result; `waiter` holds a parked-or-parking actor |
+//! | `WAIT_THREAD` | no result; an OS thread sleeps on this word     |
+//! | `DONE`        | `result` is written                             |
+//!
+//! 1. The joiner, finding no result, writes `waiter` (actors) and CASes
+//!    `EMPTY → WAIT_*` (Release). If the CAS finds `DONE`, it takes the result.
+//! 2. The finishing actor writes `result` and swaps in `DONE` (AcqRel). The
+//!    old value says whom to wake: the `waiter` actor, or futex sleepers.
+//! Each side publishes before it reads the other's: no wake is lost.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
+use crate::platform::{PanicPayload, Platform};
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+
+const EMPTY: u32 = 0;
+const WAIT_ACTOR: u32 = 1;
+const WAIT_THREAD: u32 = 2;
+const DONE: u32 = 3;
+
+/// Why [`JoinHandle::join`] has no value to give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinError {
+    /// The actor panicked; the panic's message (or a placeholder when the
+    /// payload was not a string).
+    Panicked {
+        /// The actor's id.
+        id: u64,
+        /// The panic message.
+        message: String,
+    },
+    /// The runtime shut down before the actor finished (or, when returned to
+    /// a joiner that is itself being cancelled, before the join completed).
+    Cancelled {
+        /// The actor's id.
+        id: u64,
+    },
+}
+
+impl JoinError {
+    /// The joined actor's id.
+    pub fn id(&self) -> u64 {
+        match self {
+            JoinError::Panicked { id, .. } | JoinError::Cancelled { id } => *id,
+        }
+    }
+
+    /// The panic message, if the actor panicked.
+    pub fn panic_message(&self) -> Option<&str> {
+        match self {
+            JoinError::Panicked { message, .. } => Some(message),
+            JoinError::Cancelled { .. } => None,
+        }
+    }
+
+    /// Whether the actor was cancelled by a shutdown.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, JoinError::Cancelled { .. })
+    }
+
+    pub(crate) fn from_payload(id: u64, payload: PanicPayload) -> Self {
+        if payload.is::<Cancelled>() {
+            return JoinError::Cancelled { id };
+        }
+        let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
+            String::from(*s)
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            String::from("Box<dyn Any> (a non-string panic payload)")
+        };
+        JoinError::Panicked { id, message }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked { id, message } => write!(f, "actor {id} panicked: {message}"),
+            JoinError::Cancelled { id } => write!(f, "actor {id} was cancelled by runtime shutdown"),
+        }
+    }
+}
+
+impl core::error::Error for JoinError {}
+
+/// Where one actor's outcome waits for its joiner.
+pub(crate) struct JoinSlot<T> {
+    state: AtomicU32,
+    waiter: UnsafeCell<Option<Arc<Actor>>>,
+    result: UnsafeCell<Option<Result<T, JoinError>>>,
+}
+
+// SAFETY: `waiter` and `result` are handed from one side to the other
+// through the state word's Release/Acquire handshake (module doc); each is
+// written by one side and read by the other only after the handoff.
+unsafe impl<T: Send> Send for JoinSlot<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for JoinSlot<T> {}
+
+impl<T> JoinSlot<T> {
+    pub(crate) fn new() -> Self {
+        JoinSlot {
+            state: AtomicU32::new(EMPTY),
+            waiter: UnsafeCell::new(None),
+            result: UnsafeCell::new(None),
+        }
+    }
+
+    /// Step 2: stores the outcome; returns a parked joiner to wake.
+    pub(crate) fn complete<F: crate::platform::Futex>(&self, r: Result<T, JoinError>) -> Option<Arc<Actor>> {
+        // SAFETY: only the finishing side writes `result`, once, before DONE.
+        self.result.with_mut(|p| unsafe { *p = Some(r) });
+        // AcqRel: Release publishes `result` to the joiner's Acquire load of
+        // DONE; Acquire makes the joiner's `waiter` write visible.
+        match self.state.swap(DONE, Ordering::AcqRel) {
+            // SAFETY: the joiner wrote `waiter` before its Release CAS into
+            // WAIT_ACTOR, which our Acquire swap observed; it no longer
+            // touches it.
+            WAIT_ACTOR => self.waiter.with_mut(|p| unsafe { (*p).take() }),
+            WAIT_THREAD => {
+                F::wake_all(&self.state);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        // Acquire: pairs with the AcqRel swap in `complete`.
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
+    fn take(&self, id: u64) -> Result<T, JoinError> {
+        debug_assert!(self.is_done());
+        // SAFETY: DONE was observed with Acquire, so `result` is written and
+        // the finishing side is done with it; the handle is the only taker.
+        self.result
+            .with_mut(|p| unsafe { (*p).take() })
+            .unwrap_or(Err(JoinError::Cancelled { id }))
+    }
+}
+
+/// Completes a slot with `Cancelled` if the actor's body never ran to the
+/// end (it was dropped unrun at shutdown), so no joiner waits forever.
+pub(crate) struct Completer<T, P: Platform> {
+    pub(crate) slot: Option<Arc<JoinSlot<T>>>,
+    pub(crate) id: u64,
+    pub(crate) _p: PhantomData<fn() -> P>,
+}
+
+impl<T, P: Platform> Completer<T, P> {
+    pub(crate) fn complete(mut self, r: Result<T, JoinError>) -> Option<Arc<Actor>> {
+        let slot = self.slot.take()?;
+        slot.complete::<P>(r)
+    }
+}
+
+impl<T, P: Platform> Drop for Completer<T, P> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            // Nobody can schedule an actor joiner from here (we are being
+            // torn down, possibly outside any worker): dropping its Arc is
+            // all we can do; a thread joiner is woken by `complete`.
+            drop(slot.complete::<P>(Err(JoinError::Cancelled { id: self.id })));
+        }
+    }
+}
+
+/// An owned permission to wait for an actor's result.
+///
+/// Dropping it detaches the actor (it keeps running; its result is dropped).
+pub struct JoinHandle<T, P: Platform> {
+    pub(crate) slot: Arc<JoinSlot<T>>,
+    pub(crate) id: u64,
+    pub(crate) _p: PhantomData<fn() -> P>,
+}
+
+impl<T, P: Platform> fmt::Debug for JoinHandle<T, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle").field("id", &self.id).finish()
+    }
+}
+
+impl<T, P: Platform> JoinHandle<T, P> {
+    /// The actor's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the actor has finished (its result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.slot.is_done()
+    }
+
+    /// Waits for the actor and returns its value, or why there is none.
+    ///
+    /// From an actor, the caller parks (its worker runs others meanwhile);
+    /// from a plain OS thread, the thread blocks on the platform's wait.
+    pub fn join(self) -> Result<T, JoinError> {
+        if self.slot.is_done() {
+            return self.slot.take(self.id);
+        }
+        match crate::sched::current_actor::<P>() {
+            // SAFETY: `current_actor` returned the actor running on this
+            // worker, which is us; it stays alive while we run.
+            Some(me) => unsafe { self.join_as_actor(me) },
+            // Without a deadline the wait only ends with a result.
+            None => self.join_as_thread(None).unwrap_or(Err(JoinError::Cancelled { id: self.id })),
+        }
+    }
+
+    /// Like [`join`](Self::join) from a plain OS thread, giving up at
+    /// `deadline_ns` on the platform's monotonic clock: `Err(self)` hands
+    /// the handle back. From inside an actor this blocks its worker, so it
+    /// is for threads outside the runtime (tests, `main`).
+    pub fn join_deadline(self, deadline_ns: u64) -> Result<Result<T, JoinError>, Self> {
+        if self.slot.is_done() {
+            return Ok(self.slot.take(self.id));
+        }
+        match self.join_as_thread(Some(deadline_ns)) {
+            Ok(r) => Ok(r),
+            Err(()) => Err(self),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `me` is the actor running on the calling worker.
+    unsafe fn join_as_actor(&self, me: *const Actor) -> Result<T, JoinError> {
+        // SAFETY: `me` is alive while it runs (its worker holds an Arc).
+        let me_ref = unsafe { &*me };
+        // SAFETY: `me` is the running actor; clone its Arc for the waiter
+        // registration (the slot then co-owns it until it wakes us).
+        let me_arc = unsafe {
+            Arc::increment_strong_count(me);
+            Arc::from_raw(me)
+        };
+        // SAFETY: we are the only joiner (the handle is consumed by `join`)
+        // and the slot is not WAIT_ACTOR yet, so nobody else reads `waiter`.
+        self.slot.waiter.with_mut(|p| unsafe { *p = Some(me_arc) });
+        // Release: publishes `waiter` to the Acquire swap in `complete`.
+        if self
+            .slot
+            .state
+            .compare_exchange(EMPTY, WAIT_ACTOR, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // DONE already: take our registration back and the result.
+            // SAFETY: the CAS failed, so `complete` never read `waiter`.
+            drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+            return self.slot.take(self.id);
+        }
+        while !self.slot.is_done() {
+            // SAFETY: `cancel` is owned by the running actor (us).
+            if me_ref.cancel.with(|c| unsafe { *c }) == CANCEL_UNWINDING {
+                return Err(JoinError::Cancelled { id: self.id });
+            }
+            crate::sched::park::<P>();
+        }
+        self.slot.take(self.id)
+    }
+
+    fn join_as_thread(&self, deadline_ns: Option<u64>) -> Result<Result<T, JoinError>, ()> {
+        // Release/Acquire: as in `join_as_actor`; a failure means DONE.
+        let _ = self.slot.state.compare_exchange(
+            EMPTY,
+            WAIT_THREAD,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        loop {
+            if self.slot.is_done() {
+                return Ok(self.slot.take(self.id));
+            }
+            if let Some(d) = deadline_ns {
+                if P::now_ns() >= d {
+                    return Err(());
+                }
+            }
+            P::wait(&self.slot.state, WAIT_THREAD, deadline_ns);
+        }
+    }
+}
+
+/// Builds the entry of an actor running `f`, and its join handle.
+pub(crate) fn make_entry<P, F, T>(id: u64, f: F) -> (crate::actor::Entry, JoinHandle<T, P>)
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let slot = Arc::new(JoinSlot::new());
+    let completer = Completer::<T, P> { slot: Some(slot.clone()), id, _p: PhantomData };
+    let entry: crate::actor::Entry = Box::new(move |actor: &Actor| {
+        // SAFETY: `cancel` is owned by the running actor (us).
+        if actor.cancel.with(|c| unsafe { *c }) != crate::actor::CANCEL_NONE {
+            return completer.complete(Err(JoinError::Cancelled { id }));
+        }
+        let mut f = Some(f);
+        let mut out = None;
+        let r = P::catch_unwind(&mut || {
+            if let Some(f) = f.take() {
+                out = Some(f());
+            }
+        });
+        let r = match (r, out) {
+            (Ok(()), Some(v)) => Ok(v),
+            (Ok(()), None) => Err(JoinError::Cancelled { id }),
+            (Err(payload), _) => Err(JoinError::from_payload(id, payload)),
+        };
+        completer.complete(r)
+    });
+    (entry, JoinHandle { slot, id, _p: PhantomData })
+}

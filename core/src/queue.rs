@@ -1,0 +1,172 @@
+//! The run queue behind a trait, so one binary can hold several variants and
+//! a bench can compare them side by side (`Runtime<P, RingQueue<P>>` vs
+//! `Runtime<P, MutexQueue<P>>`).
+//!
+//! - [`RingQueue`] (the default): the bounded MPMC [`Ring`] plus an unbounded
+//!   overflow list under the platform lock. A full ring never drops or blocks
+//!   a wake: the push spills to the overflow. Pops take from the ring and, when
+//!   it is empty (or every 61st pop, so spilled actors cannot starve behind a
+//!   ring kept full), from the overflow.
+//! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
+//!   baseline that the ring must beat.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::marker::PhantomData;
+
+use crate::actor::Actor;
+use crate::lock::Mutex;
+use crate::platform::Platform;
+use crate::ring::Ring;
+use crate::sync::{AtomicUsize, Ordering};
+
+/// What the scheduler queues: a runnable actor.
+pub type Runnable = Arc<Actor>;
+
+/// A multi-producer multi-consumer queue of runnable actors.
+///
+/// # Contract
+///
+/// Every pushed actor is popped exactly once (none lost, none duplicated);
+/// `push` never blocks on a consumer and never fails; a `push` that returns
+/// happens-before the `pop` that returns the same actor (Release/Acquire),
+/// so an actor's saved state written before the push is visible to the worker
+/// that pops it. `pop` may return `None` while a concurrent push is still
+/// in flight: the pusher notifies idle workers after its push returns.
+pub trait RunQueue<P: Platform>: Send + Sync + 'static {
+    /// The variant's name, for bench and report output.
+    const NAME: &'static str;
+    /// A queue sized for about `capacity` runnable actors before spilling.
+    fn with_capacity(capacity: usize) -> Self;
+    /// Appends a runnable actor.
+    fn push(&self, actor: Runnable);
+    /// Takes the oldest runnable actor, if any.
+    fn pop(&self) -> Option<Runnable>;
+    /// Approximate length (for counters and idle checks).
+    fn len(&self) -> usize;
+    /// `len() == 0`.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The default run queue: an MPMC ring with an overflow list.
+pub struct RingQueue<P: Platform> {
+    ring: Ring<Runnable>,
+    overflow: Mutex<P::Lock, VecDeque<Runnable>>,
+    /// Length of `overflow`, readable without its lock.
+    overflow_len: AtomicUsize,
+    /// Pop count, to look at the overflow first every 61st pop.
+    pops: AtomicUsize,
+    _p: PhantomData<fn() -> P>,
+}
+
+fn relax<P: Platform>() -> impl FnMut() {
+    || P::yield_thread()
+}
+
+impl<P: Platform> RingQueue<P> {
+    #[cold]
+    fn spill(&self, actor: Runnable) {
+        let mut o = self.overflow.lock();
+        o.push_back(actor);
+        // Relaxed: written under the lock; readers use it only as a hint and
+        // take the lock before trusting it.
+        self.overflow_len.store(o.len(), Ordering::Relaxed);
+    }
+
+    #[cold]
+    fn pop_overflow(&self) -> Option<Runnable> {
+        // Relaxed: a hint (see `spill`); a push racing this check is found by
+        // the pusher's notify or the next pop.
+        if self.overflow_len.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut o = self.overflow.lock();
+        let a = o.pop_front();
+        // Relaxed: as in `spill`.
+        self.overflow_len.store(o.len(), Ordering::Relaxed);
+        a
+    }
+}
+
+impl<P: Platform> RunQueue<P> for RingQueue<P> {
+    const NAME: &'static str = "ring";
+
+    fn with_capacity(capacity: usize) -> Self {
+        RingQueue {
+            ring: Ring::with_capacity(capacity),
+            overflow: Mutex::new(VecDeque::new()),
+            overflow_len: AtomicUsize::new(0),
+            pops: AtomicUsize::new(0),
+            _p: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn push(&self, actor: Runnable) {
+        if let Err(actor) = self.ring.push(actor, &mut relax::<P>()) {
+            self.spill(actor);
+        }
+    }
+
+    #[inline]
+    fn pop(&self) -> Option<Runnable> {
+        // Relaxed: only paces the fairness check.
+        let n = self.pops.fetch_add(1, Ordering::Relaxed);
+        if n % 61 == 60 {
+            if let Some(a) = self.pop_overflow() {
+                return Some(a);
+            }
+        }
+        match self.ring.pop(&mut relax::<P>()) {
+            Some(a) => Some(a),
+            None => self.pop_overflow(),
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        // Relaxed: approximate by contract.
+        self.ring.len() + self.overflow_len.load(Ordering::Relaxed)
+    }
+}
+
+/// The baseline run queue: a deque under the platform's lock.
+pub struct MutexQueue<P: Platform> {
+    q: Mutex<P::Lock, VecDeque<Runnable>>,
+    len: AtomicUsize,
+}
+
+impl<P: Platform> RunQueue<P> for MutexQueue<P> {
+    const NAME: &'static str = "mutex";
+
+    fn with_capacity(capacity: usize) -> Self {
+        MutexQueue { q: Mutex::new(VecDeque::with_capacity(capacity)), len: AtomicUsize::new(0) }
+    }
+
+    fn push(&self, actor: Runnable) {
+        let mut q = self.q.lock();
+        q.push_back(actor);
+        // Relaxed: written under the lock; `len` is approximate by contract.
+        self.len.store(q.len(), Ordering::Relaxed);
+    }
+
+    fn pop(&self) -> Option<Runnable> {
+        // Relaxed: a hint to skip the lock when empty; the lock's Acquire
+        // orders the real read.
+        if self.len.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut q = self.q.lock();
+        let a = q.pop_front();
+        // Relaxed: as in `push`.
+        self.len.store(q.len(), Ordering::Relaxed);
+        a
+    }
+
+    fn len(&self) -> usize {
+        // Relaxed: approximate by contract.
+        self.len.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,300 @@
+//! The runtime handle and its builder.
+//!
+//! # Shutdown
+//!
+//! Dropping a [`Runtime`] (or calling [`Runtime::shutdown`]):
+//! 1. sets the shutdown flag and wakes every worker;
+//! 2. workers keep running: each actor they resume from now on is cancelled
+//!    at its resume point — it unwinds (destructors run) with a `Cancelled`
+//!    payload that its joiner sees as [`JoinError::Cancelled`]; blocking calls
+//!    made while it unwinds return at once instead of parking;
+//! 3. a worker exits when no actor is left, or when every worker is idle
+//!    with nothing runnable (the actors left are parked with nobody running
+//!    to wake them);
+//! 4. the dropping thread joins the workers and drops whatever is left; a
+//!    leftover actor's stack is unmapped without unwinding its frames (what
+//!    they own leaks; the stack does not).
+//!
+//! An actor that never reaches a resume point (a loop without `yield_now`)
+//! holds its worker and so delays shutdown until it does. Dropping the
+//! runtime from one of its own actors does not wait for the workers.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+use core::ptr;
+
+use crate::counters::CounterSnapshot;
+use crate::error::{BuildError, SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
+use crate::join::JoinHandle;
+use crate::platform::Platform;
+use crate::queue::{RingQueue, RunQueue};
+use crate::sched::{run_worker, RtCore, Shared, WorkerCtx};
+use crate::sync::Ordering;
+
+/// Default usable stack per actor (untouched pages cost no memory).
+pub const DEFAULT_STACK_SIZE: usize = 128 * 1024;
+
+/// Default run-queue capacity before the ring spills to its overflow.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
+
+/// Configures and starts a [`Runtime`].
+pub struct Builder<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
+    workers: Option<usize>,
+    stack_size: usize,
+    queue_capacity: usize,
+    thread_name: String,
+    _p: PhantomData<fn() -> (P, Q)>,
+}
+
+impl<P: Platform, Q: RunQueue<P>> Default for Builder<P, Q> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
+    /// Defaults: one worker per CPU, [`DEFAULT_STACK_SIZE`], threads named
+    /// `smarm-worker-N`.
+    pub fn new() -> Self {
+        Builder {
+            workers: None,
+            stack_size: DEFAULT_STACK_SIZE,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            thread_name: String::from("smarm-worker"),
+            _p: PhantomData,
+        }
+    }
+
+    /// Number of worker threads (at least 1; default: the CPU count).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Usable bytes of each actor's stack, rounded up to whole pages
+    /// (between [`MIN_STACK_SIZE`] and [`MAX_STACK_SIZE`]). Each stack also
+    /// has a guard page that turns an overflow into a fault.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Ring slots of the run queue before it spills (at least 2; rounded up
+    /// to a power of two).
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.queue_capacity = n;
+        self
+    }
+
+    /// Prefix of the worker threads' names (`PREFIX-0`, `PREFIX-1`, ...).
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
+        self.thread_name = prefix.into();
+        self
+    }
+
+    /// Checks the configuration and starts the workers.
+    pub fn build(self) -> Result<Runtime<P, Q>, BuildError> {
+        let workers = self.workers.unwrap_or_else(P::cpu_count);
+        if workers == 0 {
+            return Err(BuildError::ZeroWorkers);
+        }
+        if self.stack_size < MIN_STACK_SIZE {
+            return Err(BuildError::StackTooSmall { requested: self.stack_size, minimum: MIN_STACK_SIZE });
+        }
+        if self.stack_size > MAX_STACK_SIZE {
+            return Err(BuildError::StackTooLarge { requested: self.stack_size, maximum: MAX_STACK_SIZE });
+        }
+        if self.queue_capacity < 2 {
+            return Err(BuildError::QueueTooSmall { requested: self.queue_capacity });
+        }
+        let page = P::page_size().max(16);
+        let stack_size = self.stack_size.div_ceil(page) * page;
+        let shared = Arc::new(Shared::<P, Q> {
+            core: RtCore::new(workers, stack_size),
+            queue: Q::with_capacity(self.queue_capacity),
+        });
+        let mut rt = Runtime { shared, threads: Vec::with_capacity(workers), stack_size };
+        for i in 0..workers {
+            let s = rt.shared.clone();
+            let name = format!("{}-{}", self.thread_name, i);
+            match P::spawn_thread(name, alloc::boxed::Box::new(move || run_worker(&s, i))) {
+                Ok(t) => rt.threads.push(t),
+                // `rt` drops here: the started workers are shut down.
+                Err(e) => return Err(BuildError::Thread(e)),
+            }
+        }
+        Ok(rt)
+    }
+}
+
+/// Per-worker counters at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountersReport {
+    /// One entry per worker, by index.
+    pub workers: Vec<CounterSnapshot>,
+    /// What plain OS threads (outside the workers) counted.
+    pub outside: CounterSnapshot,
+}
+
+impl CountersReport {
+    /// The sum over workers and outside threads.
+    pub fn total(&self) -> CounterSnapshot {
+        let mut t = self.outside;
+        for w in &self.workers {
+            t += *w;
+        }
+        t
+    }
+}
+
+/// What [`Runtime::shutdown`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Actors still alive when the workers stopped (parked with nobody to
+    /// wake them); their stacks were unmapped without unwinding.
+    pub abandoned: usize,
+}
+
+/// A running set of worker threads and the actors on them.
+///
+/// Generic over the platform `P` (ports alias it so users never write it)
+/// and the run-queue variant `Q`.
+pub struct Runtime<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
+    shared: Arc<Shared<P, Q>>,
+    threads: Vec<P::Thread>,
+    stack_size: usize,
+}
+
+impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
+    /// A builder with the defaults.
+    pub fn builder() -> Builder<P, Q> {
+        Builder::new()
+    }
+
+    /// A runtime with the defaults (one worker per CPU).
+    pub fn new() -> Result<Self, BuildError> {
+        Builder::new().build()
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.shared.core.workers.len()
+    }
+
+    /// Usable bytes per actor stack (after rounding to pages).
+    pub fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+
+    /// The run-queue variant's name.
+    pub fn queue_name(&self) -> &'static str {
+        Q::NAME
+    }
+
+    /// Spawns an actor from any thread. Inside an actor, the free
+    /// `spawn` runs the child first (work-first); this one queues it.
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let core = &self.shared.core;
+        let stack = core.pool.get_one()?;
+        // Relaxed: ids only need uniqueness.
+        let id = core.next_id.fetch_add(1, Ordering::Relaxed);
+        let (actor, handle) = core.new_actor::<F, T>(id, stack, f);
+        core.outside.shared_spawned(1);
+        core.outside.shared_enqueued(1);
+        self.shared.queue.push(actor);
+        if core.idle.notify_one() {
+            core.outside.shared_wakeups(1);
+        }
+        Ok(handle)
+    }
+
+    /// [`try_spawn`](Self::try_spawn), panicking with the error's message
+    /// if no stack can be mapped.
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T, P>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn(f) {
+            Ok(h) => h,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Runs `f` as an actor and waits for it from the calling thread.
+    /// A panic in `f` is re-raised here with the actor's message.
+    pub fn block_on<F, T>(&self, f: F) -> T
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn(f).join() {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Per-worker counters now.
+    pub fn counters(&self) -> CountersReport {
+        CountersReport {
+            workers: self.shared.core.workers.iter().map(|w| w.counters.snapshot()).collect(),
+            outside: self.shared.core.outside.snapshot(),
+        }
+    }
+
+    /// Actors spawned and not yet exited.
+    pub fn live_actors(&self) -> usize {
+        self.shared.core.live.load(Ordering::SeqCst)
+    }
+
+    /// Stops the runtime (see the module doc) and reports what was left.
+    pub fn shutdown(mut self) -> ShutdownReport {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> ShutdownReport {
+        let core = &self.shared.core;
+        core.shutdown.store(true, Ordering::SeqCst);
+        core.idle.notify_all();
+        let c = P::current_worker().cast::<WorkerCtx<P>>();
+        // SAFETY: a non-null current-worker pointer is this thread's live
+        // worker context.
+        let on_own_worker = !c.is_null() && unsafe { ptr::eq((*c).core, core) };
+        if on_own_worker {
+            // Joining would wait for ourselves: the workers finish on their
+            // own and keep `shared` alive through their Arcs.
+            self.threads.clear();
+            return ShutdownReport { abandoned: 0 };
+        }
+        for t in self.threads.drain(..) {
+            P::join_thread(t);
+        }
+        let abandoned = core.live.load(Ordering::SeqCst);
+        // Leftovers (pushed by outside threads after the workers stopped):
+        // dropping them unmaps their stacks.
+        while self.shared.queue.pop().is_some() {}
+        for w in core.workers.iter() {
+            let p = w.run_next.swap(ptr::null_mut(), Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: slot values are `Arc::into_raw` pointers.
+                drop(unsafe { Arc::from_raw(p) });
+            }
+        }
+        ShutdownReport { abandoned }
+    }
+}
+
+impl<P: Platform, Q: RunQueue<P>> Drop for Runtime<P, Q> {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() || !self.shared.core.shutdown.load(Ordering::SeqCst) {
+            self.stop();
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! smarm-linux: the smarm actor runtime on Linux.
+//!
+//! Depend on this crate on Linux; it re-exports the whole runtime API with
+//! the platform filled in ([`Runtime`], [`spawn`], [`yield_now`], ...), the
+//! same names `smarm-darwin` exports on macOS.
+//!
+//! # OS APIs and why
+//!
+//! - Wait/wake: `futex(FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG)` with an
+//!   absolute `CLOCK_MONOTONIC` deadline (so a retry after EINTR keeps the
+//!   original deadline) and `FUTEX_WAKE | FUTEX_PRIVATE_FLAG`. Private
+//!   futexes skip the cross-process hash; the runtime never shares words
+//!   across processes. Available since Linux 2.6.25.
+//! - The raw lock: core's three-state futex lock (no pthread mutex, never
+//!   recursive).
+//! - Stacks: `mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE|MAP_STACK)`
+//!   then `mprotect(PROT_NONE)` on the lowest page as the guard. Each
+//!   guarded stack costs two entries of `vm.max_map_count` (65530 by
+//!   default); an ENOMEM is reported as `StackError::OutOfMaps` with that
+//!   advice. `MAP_GROWSDOWN` is rejected: the kernel's stack-guard gap logic
+//!   makes it fragile and it buys nothing for fixed-size stacks.
+//! - Threads: `std::thread` (pthreads), with a small OS stack since actors
+//!   run on their own stacks.
+//! - Clock: `CLOCK_MONOTONIC` (the futex deadline's clock).
+//! - The current-worker slot: a `#[thread_local]`-backed `Cell` behind
+//!   `#[inline(never)]` accessors, so LLVM cannot keep a thread-local's
+//!   address in a register across a context switch (llvm#98479) when an
+//!   actor migrates between workers.
+#![cfg(target_os = "linux")]
+
+use core::ptr;
+use std::cell::Cell;
+use std::sync::atomic::AtomicU32;
+
+use smarm_core::lock::FutexLock;
+use smarm_core::{Futex, PanicPayload, Platform, RawStack, ThreadError};
+
+cfg_if::cfg_if! {
+    if #[cfg(target_arch = "x86_64")] {
+        /// The ISA support this port uses.
+        pub type HostArch = smarm_arch_x86_64::X86_64;
+    } else if #[cfg(target_arch = "aarch64")] {
+        /// The ISA support this port uses.
+        pub type HostArch = smarm_arch_aarch64::Aarch64;
+    } else {
+        compile_error!("smarm-linux supports x86_64 and aarch64");
+    }
+}
+
+/// The Linux platform (a zero-sized type; users never name it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Linux;
+
+/// OS thread stack for workers: they run the scheduler loop only.
+const WORKER_THREAD_STACK: usize = 256 * 1024;
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn timespec_from_ns(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+// SAFETY: FUTEX_WAIT_BITSET checks `*word == expected` and sleeps atomically
+// with respect to FUTEX_WAKE on the same address (the kernel's hash-bucket
+// lock), and that lock orders the waker's prior stores before the waiter's
+// return. Any thread may call these.
+unsafe impl Futex for Linux {
+    fn wait(word: &AtomicU32, expected: u32, deadline_ns: Option<u64>) {
+        let ts = deadline_ns.map(timespec_from_ns);
+        let ts_ptr = ts.as_ref().map_or(ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `word` is a valid, aligned u32 for the call's duration;
+        // `ts_ptr` is null or points to a live timespec (absolute, on
+        // CLOCK_MONOTONIC as FUTEX_WAIT_BITSET without CLOCK_REALTIME says).
+        // Errors (EAGAIN: value changed, EINTR, ETIMEDOUT) all mean "return
+        // and let the caller re-check", which the contract allows.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                ts_ptr,
+                ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            );
+        }
+    }
+
+    fn wake_one(word: &AtomicU32) {
+        // SAFETY: FUTEX_WAKE only reads the address to find waiters.
+        unsafe {
+            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+        }
+    }
+
+    fn wake_all(word: &AtomicU32) {
+        // SAFETY: as in `wake_one`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            );
+        }
+    }
+}
+
+thread_local! {
+    static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
+}
+
+// SAFETY: `current_worker` returns what this thread last stored (a plain
+// thread-local) and is `#[inline(never)]`, so it is an opaque call at every
+// use; stacks are mapped with a PROT_NONE guard page below the usable range
+// and unmapped whole; `catch_unwind` is std's; `now_ns` is CLOCK_MONOTONIC,
+// the futex deadline's clock.
+unsafe impl Platform for Linux {
+    type Arch = HostArch;
+    type Lock = FutexLock<Linux>;
+    type Thread = std::thread::JoinHandle<()>;
+
+    const NAME: &'static str = "linux";
+
+    fn yield_thread() {
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+
+    fn now_ns() -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    fn cpu_count() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    fn page_size() -> usize {
+        // SAFETY: sysconf has no preconditions.
+        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if p > 0 {
+            p as usize
+        } else {
+            4096
+        }
+    }
+
+    fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(WORKER_THREAD_STACK)
+            .spawn(f)
+            .map_err(|e| ThreadError { message: e.to_string() })
+    }
+
+    fn join_thread(thread: Self::Thread) {
+        // A worker's loop catches actor panics; a panic in the scheduler
+        // itself has already been reported by the panic hook.
+        let _ = thread.join();
+    }
+
+    #[inline(never)]
+    fn current_worker() -> *mut () {
+        CURRENT_WORKER.with(|c| c.get())
+    }
+
+    #[inline(never)]
+    fn set_current_worker(worker: *mut ()) {
+        CURRENT_WORKER.with(|c| c.set(worker));
+    }
+
+    fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {
+        let page = Self::page_size();
+        let usable = usable.div_ceil(page) * page;
+        let len = usable + page;
+        // SAFETY: an anonymous private mapping at a kernel-chosen address
+        // touches no existing memory.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            let e = errno();
+            return Err(if e == libc::ENOMEM { StackError::OutOfMaps { errno: e } } else { StackError::Os { errno: e } });
+        }
+        // SAFETY: `[base, base + page)` lies inside the mapping just made.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            let e = errno();
+            // SAFETY: unmapping exactly the mapping made above.
+            unsafe { libc::munmap(base, len) };
+            return Err(if e == libc::ENOMEM { StackError::OutOfMaps { errno: e } } else { StackError::Os { errno: e } });
+        }
+        Ok(RawStack { base: base.cast(), len, guard: page })
+    }
+
+    unsafe fn stack_free(stack: RawStack) {
+        // SAFETY: the caller passes a mapping from `stack_alloc`, unused now.
+        unsafe { libc::munmap(stack.base.cast(), stack.len) };
+    }
+
+    fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+    }
+
+    fn resume_unwind(payload: PanicPayload) -> ! {
+        std::panic::resume_unwind(payload)
+    }
+
+    fn abort(msg: &str) -> ! {
+        eprintln!("{msg}");
+        std::process::abort()
+    }
+}
+
+smarm_core::port_api!(Linux);
