@@ -53,7 +53,7 @@ use alloc::sync::Arc;
 use core::ptr;
 
 use crate::platform::RawStack;
-use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, Ordering, RawCell};
 
 pub(crate) const RUNNABLE: u32 = 0;
 pub(crate) const RUNNING: u32 = 1;
@@ -101,12 +101,12 @@ pub(crate) type Entry = Box<dyn FnOnce(&Actor) -> Option<Arc<Actor>> + Send>;
 pub struct Actor {
     pub(crate) id: u64,
     pub(crate) state: AtomicU32,
-    pub(crate) sp: UnsafeCell<*mut u8>,
-    pub(crate) sched_sp: UnsafeCell<*mut u8>,
-    pub(crate) request: UnsafeCell<Request>,
-    pub(crate) cancel: UnsafeCell<u8>,
-    pub(crate) entry: UnsafeCell<Option<Entry>>,
-    pub(crate) stack: UnsafeCell<Option<RawStack>>,
+    pub(crate) sp: RawCell<*mut u8>,
+    pub(crate) sched_sp: RawCell<*mut u8>,
+    pub(crate) request: RawCell<Request>,
+    pub(crate) cancel: RawCell<u8>,
+    pub(crate) entry: RawCell<Option<Entry>>,
+    pub(crate) stack: RawCell<Option<RawStack>>,
     /// Frees `stack` if the actor is dropped without exiting (shutdown).
     pub(crate) stack_free: unsafe fn(RawStack),
 }
@@ -123,12 +123,12 @@ impl Actor {
         Actor {
             id,
             state: AtomicU32::new(RUNNABLE),
-            sp: UnsafeCell::new(ptr::null_mut()),
-            sched_sp: UnsafeCell::new(ptr::null_mut()),
-            request: UnsafeCell::new(Request::None),
-            cancel: UnsafeCell::new(CANCEL_NONE),
-            entry: UnsafeCell::new(Some(entry)),
-            stack: UnsafeCell::new(Some(stack)),
+            sp: RawCell::new(ptr::null_mut()),
+            sched_sp: RawCell::new(ptr::null_mut()),
+            request: RawCell::new(Request::None),
+            cancel: RawCell::new(CANCEL_NONE),
+            entry: RawCell::new(Some(entry)),
+            stack: RawCell::new(Some(stack)),
             stack_free,
         }
     }

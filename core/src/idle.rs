@@ -1,106 +1,122 @@
 //! The idle protocol: how a worker with nothing to run goes to sleep, and
-//! how the one who publishes work wakes it, with no lost wake-up and no
-//! syscall when nobody sleeps.
+//! how whoever publishes work wakes one, with no lost wake-up and no syscall
+//! when nobody sleeps.
 //!
-//! State: `sleepers` (workers between announcing and leaving a sleep),
-//! `epoch` (the futex word: bumped by every wake), `notified` (a wake was
-//! issued and its sleeper has not yet taken it).
+//! State: an idle list (worker indices, under a short lock), its length
+//! mirrored in the atomic `nsleep` for the notifier's lock-free fast path,
+//! and one futex word per worker (`0` = sleeping, `1` = woken).
 //!
-//! Sleeper (a worker that found no work), [`Idle::sleep`]:
-//! 1. read `epoch` → `e`;
-//! 2. `sleepers += 1` (SeqCst), then a SeqCst fence;
-//! 3. re-check every source of work; if any has work: `sleepers -= 1`, clear
-//!    `notified`, return;
-//! 4. futex-wait while `epoch == e`;
-//! 5. `sleepers -= 1`, clear `notified`; return (the caller searches again).
+//! Sleeper `i` (a worker that found no work), [`Idle::sleep`]:
+//! 1. store `word[i] = 0`;
+//! 2. under the lock, push `i` on the list and store `nsleep` (SeqCst);
+//!    then a SeqCst fence;
+//! 3. re-check every source of work; if any has work: under the lock take
+//!    `i` off the list if it is still there, and return (if a notifier
+//!    already took it, the notifier's wake is served: `i` is awake);
+//! 4. futex-wait while `word[i] == 0` (or until the deadline, after which
+//!    `i` takes itself off the list as in 3).
 //!
 //! Notifier (after publishing work with at least Release), [`Idle::notify_one`]:
-//! 1. SeqCst fence;
-//! 2. if `sleepers == 0`: return — no syscall when nobody sleeps;
-//! 3. if `notified` was already set: return — a wake is in flight;
-//! 4. `epoch += 1`, futex-wake one.
+//! 1. SeqCst fence; if `nsleep == 0`: return — no lock, no syscall;
+//! 2. under the lock, pop a sleeper `j` (the most recent: warmest caches);
+//! 3. store `word[j] = 1` (Release) and futex-wake `word[j]`.
 //!
-//! Why no wake is lost: steps S2–S3 and N-publish–N2 are a Dekker pair
-//! (each side stores, fences SeqCst, then loads the other's location), so
-//! either the sleeper's re-check sees the work or the notifier sees
-//! `sleepers > 0`. In the second case the epoch bump happens after the
-//! sleeper read `e` (S1 precedes S2), so its futex-wait either sees the new
-//! epoch and returns at once or is sleeping and gets the wake. A wake
-//! suppressed at N3 is covered by the one in flight: the woken worker calls
-//! [`Idle::notify_one`] again when it finds more work than it takes (the
-//! scheduler's "chain" wake), so work never waits on a sleeping worker while
-//! another sleeper could take it... only until the running workers come back
-//! to the queue.
+//! Why no wake is lost: sleeper steps 2–3 and the notifier's publish–step 1
+//! are a Dekker pair (each side writes, fences SeqCst, then reads the
+//! other's location), so either the re-check sees the work or the notifier
+//! sees `nsleep > 0`. A popped sleeper is woken through its own word, which
+//! it re-checks atomically with its futex-wait, so a wake that arrives
+//! before the wait is not lost either. Each wake consumes one list entry, so
+//! no throttle flag can get stuck (an earlier design with a shared
+//! "notified" flag could be left set by a notifier racing a sleeper's exit,
+//! muting every later wake).
 
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-use crate::platform::Futex;
-use crate::sync::{fence, AtomicBool, AtomicU32, Ordering};
+use crate::lock::Mutex;
+use crate::platform::{Futex, RawLock};
+use crate::sync::{fence, AtomicU32, Ordering};
 
-/// Idle-worker bookkeeping for one runtime.
-pub struct Idle<F: Futex> {
-    sleepers: AtomicU32,
-    epoch: AtomicU32,
-    notified: AtomicBool,
+/// Idle-worker bookkeeping for one runtime of `n` workers.
+pub struct Idle<F: Futex, L: RawLock> {
+    nsleep: AtomicU32,
+    list: Mutex<L, Vec<usize>>,
+    words: Box<[AtomicU32]>,
     _futex: PhantomData<fn() -> F>,
 }
 
-impl<F: Futex> Default for Idle<F> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<F: Futex> Idle<F> {
-    /// Nobody asleep.
-    pub fn new() -> Self {
+impl<F: Futex, L: RawLock> Idle<F, L> {
+    /// Nobody asleep, room for `workers` sleepers.
+    pub fn new(workers: usize) -> Self {
         Idle {
-            sleepers: AtomicU32::new(0),
-            epoch: AtomicU32::new(0),
-            notified: AtomicBool::new(false),
+            nsleep: AtomicU32::new(0),
+            list: Mutex::new(Vec::with_capacity(workers)),
+            words: (0..workers).map(|_| AtomicU32::new(1)).collect(),
             _futex: PhantomData,
         }
     }
 
-    /// Workers currently announced as sleeping.
+    /// Workers currently on the idle list.
     pub fn sleepers(&self) -> u32 {
-        self.sleepers.load(Ordering::SeqCst)
+        self.nsleep.load(Ordering::SeqCst)
     }
 
-    /// Sleeps until woken (or `deadline_ns`), unless `has_work` finds work
-    /// after the sleep is announced. Returns `false` if it did not sleep.
-    pub fn sleep(&self, has_work: impl Fn() -> bool, deadline_ns: Option<u64>) -> bool {
-        // S1. Acquire: pairs with the Release bump in `notify_one`, so work
-        // published before a bump we observe is visible after we wake.
-        let e = self.epoch.load(Ordering::Acquire);
-        // S2.
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
+    /// Takes `i` off the list if it is still there.
+    fn withdraw(&self, i: usize) {
+        let mut list = self.list.lock();
+        if let Some(pos) = list.iter().position(|&j| j == i) {
+            list.swap_remove(pos);
+            self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+        }
+    }
+
+    /// Worker `i` sleeps until woken (or until `deadline_ns`), unless
+    /// `has_work` finds work once the sleep is announced. Returns whether it
+    /// slept.
+    pub fn sleep(&self, i: usize, has_work: impl Fn() -> bool, deadline_ns: Option<u64>) -> bool {
+        // 1. Relaxed: only this worker and a notifier holding our list entry
+        // write the word; the list lock orders this store before any pop.
+        self.words[i].store(0, Ordering::Relaxed);
+        // 2.
+        {
+            let mut list = self.list.lock();
+            list.push(i);
+            self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+        }
         fence(Ordering::SeqCst);
-        // S3.
+        // 3.
         if has_work() {
-            self.sleepers.fetch_sub(1, Ordering::SeqCst);
-            // A notifier may have counted on us: we are awake, so its wake
-            // is served; clear the throttle or later wakes would be muted.
-            self.notified.store(false, Ordering::Relaxed);
+            self.withdraw(i);
             return false;
         }
-        // S4.
-        F::wait(&self.epoch, e, deadline_ns);
-        // S5.
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
-        // Relaxed: a hint that throttles wakes; correctness rests on epoch.
-        self.notified.store(false, Ordering::Relaxed);
+        // 4. Acquire: pairs with the Release store in `wake`, so work
+        // published before the wake is visible once we see it.
+        while self.words[i].load(Ordering::Acquire) == 0 {
+            F::wait(&self.words[i], 0, deadline_ns);
+            if deadline_ns.is_some() && self.words[i].load(Ordering::Acquire) == 0 {
+                // A deadline (or a spurious return): re-check by withdrawing.
+                self.withdraw(i);
+                break;
+            }
+        }
         true
     }
 
-    /// Wakes one sleeping worker if any sleeps and no wake is in flight.
-    /// Returns whether a wake was issued (a syscall was made).
+    fn wake(&self, j: usize) {
+        // Release: pairs with the Acquire load in `sleep` step 4.
+        self.words[j].store(1, Ordering::Release);
+        F::wake_one(&self.words[j]);
+    }
+
+    /// Wakes one sleeping worker if any sleeps. Returns whether a wake was
+    /// issued (a syscall was made).
     #[inline]
     pub fn notify_one(&self) -> bool {
-        // N1: orders the caller's publish before the load of `sleepers`.
+        // 1: orders the caller's publish before the load of `nsleep`.
         fence(Ordering::SeqCst);
-        // N2.
-        if self.sleepers.load(Ordering::SeqCst) == 0 {
+        if self.nsleep.load(Ordering::SeqCst) == 0 {
             return false;
         }
         self.notify_slow()
@@ -108,22 +124,32 @@ impl<F: Futex> Idle<F> {
 
     #[cold]
     fn notify_slow(&self) -> bool {
-        // N3. Relaxed: the flag only throttles; the epoch bump below is
-        // what a sleeper's futex-wait observes.
-        if self.notified.swap(true, Ordering::Relaxed) {
-            return false;
+        let j = {
+            let mut list = self.list.lock();
+            let j = list.pop();
+            self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+            j
+        };
+        match j {
+            Some(j) => {
+                self.wake(j);
+                true
+            }
+            None => false,
         }
-        // N4. Release: pairs with the Acquire epoch load in `sleep` (S1).
-        self.epoch.fetch_add(1, Ordering::Release);
-        F::wake_one(&self.epoch);
-        true
     }
 
     /// Wakes every sleeper (shutdown).
     pub fn notify_all(&self) {
         fence(Ordering::SeqCst);
-        // Release: pairs with the Acquire epoch load in `sleep` (S1).
-        self.epoch.fetch_add(1, Ordering::Release);
-        F::wake_all(&self.epoch);
+        let all: Vec<usize> = {
+            let mut list = self.list.lock();
+            let all = list.drain(..).collect();
+            self.nsleep.store(0, Ordering::SeqCst);
+            all
+        };
+        for j in all {
+            self.wake(j);
+        }
     }
 }

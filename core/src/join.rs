@@ -15,6 +15,7 @@
 //!    `EMPTY → WAIT_*` (Release). If the CAS finds `DONE`, it takes the result.
 //! 2. The finishing actor writes `result` and swaps in `DONE` (AcqRel). The
 //!    old value says whom to wake: the `waiter` actor, or futex sleepers.
+//!
 //! Each side publishes before it reads the other's: no wake is lost.
 
 use alloc::boxed::Box;

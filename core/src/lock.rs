@@ -34,8 +34,10 @@ pub struct FutexLock<F: Futex> {
 impl<F: Futex> FutexLock<F> {
     #[cold]
     fn lock_contended(&self) {
-        // Spin briefly: the holder's section is short.
-        for _ in 0..100 {
+        // Spin briefly: the holder's section is short (once under loom,
+        // where each spin is a yield that multiplies the explored states).
+        let spins = if crate::sync::LOOM { 1 } else { 100 };
+        for _ in 0..spins {
             crate::sync::spin_hint();
             if self.state.load(Ordering::Relaxed) == UNLOCKED
                 // Acquire: synchronises with the Release swap in `unlock`.

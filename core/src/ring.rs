@@ -50,10 +50,15 @@
 //! past it. Before reporting empty, pop loads `tail` (after a SeqCst fence); if
 //! a producer holds the ticket, pop waits for the publish with backoff, but
 //! only for a bounded number of rounds, then returns `None`. Callers tolerate
-//! that `None`: a producer re-checks for sleepers after its publish.
+//! that `None`: a producer re-checks for sleepers after its publish. (Items
+//! published behind that ticket wait for it too: tickets are consumed in
+//! order.)
 //!
 //! Under loom every wait round is a single yield and the pop wait is short, so
-//! models stay small; tests use capacity 2 there to reach the edges.
+//! models stay small; tests use capacity 2 there to reach the edges. Loom
+//! models a SeqCst CAS as AcqRel (only SeqCst fences are exact), so step 1's
+//! guarantee is weaker under loom than on hardware: the models assert "no
+//! Full below capacity" only where the producer has itself seen the claim.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -394,37 +399,42 @@ impl<T, const STALL_FIX: bool> fmt::Debug for Ring<T, STALL_FIX> {
             .field("capacity", &self.capacity())
             .field("len", &self.len())
             .field("stall_fix", &STALL_FIX)
-            .field("head", &self.head.load(Ordering::SeqCst))
-            .field("tail", &self.tail.load(Ordering::SeqCst))
-            .field("seqs", &self.slots.iter().map(|s| s.seq.load(Ordering::SeqCst)).collect::<Vec<_>>())
             .finish()
     }
 }
 
-/// A ticket claimed by [`Ring::test_claim_pop`] and not yet released.
+/// A pop ticket claimed by [`Ring::test_claim_pop`], not yet released.
 #[cfg(all(test, not(smarm_loom)))]
 #[derive(Debug)]
-pub(crate) struct TestTicket(usize);
+pub(crate) struct PopTicket(usize);
 
+/// A push ticket claimed by [`Ring::test_claim_push`], not yet published.
+#[cfg(all(test, not(smarm_loom)))]
+#[derive(Debug)]
+pub(crate) struct PushTicket(usize);
+
+/// Test hooks that stop an operation between its claim and its release.
+/// A ticket must go back to the ring that issued it (tests only).
 #[cfg(all(test, not(smarm_loom)))]
 impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
     /// A consumer stalled mid-pop: claims the oldest item (the CAS on `head`)
     /// without releasing its cell. Finish with [`Ring::test_finish_pop`].
-    pub(crate) fn test_claim_pop(&self) -> Option<TestTicket> {
-        self.claim(&mut || {}).map(TestTicket)
+    pub(crate) fn test_claim_pop(&self) -> Option<PopTicket> {
+        self.claim(&mut || {}).map(PopTicket)
     }
 
     /// Takes the item of a ticket from [`Ring::test_claim_pop`] on this ring
     /// and releases its cell.
-    pub(crate) fn test_finish_pop(&self, t: TestTicket) -> T {
-        // SAFETY: the ticket came from `claim` on this ring (the test helper
-        // contract) and `TestTicket` is not `Clone`, so it is taken once.
+    pub(crate) fn test_finish_pop(&self, t: PopTicket) -> T {
+        // SAFETY: the ticket came from `claim` on this ring (the hooks'
+        // contract) and `PopTicket` is not `Clone`, so it is taken once.
         unsafe { self.take(t.0) }
     }
 
     /// A producer stalled mid-push: claims a ticket (the CAS on `tail`)
     /// without publishing. `None` if the ticket's cell is not free.
-    pub(crate) fn test_claim_push(&self) -> Option<TestTicket> {
+    pub(crate) fn test_claim_push(&self) -> Option<PushTicket> {
+        // Relaxed / Acquire / SeqCst: as in `push`.
         let pos = self.tail.load(Ordering::Relaxed);
         if self.slot(pos).seq.load(Ordering::Acquire) != pos {
             return None;
@@ -432,17 +442,18 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
         self.tail
             .compare_exchange(pos, pos + 1, Ordering::SeqCst, Ordering::Relaxed)
             .ok()
-            .map(|_| TestTicket(pos))
+            .map(|_| PushTicket(pos))
     }
 
     /// Publishes `v` under a ticket from [`Ring::test_claim_push`].
-    pub(crate) fn test_finish_push(&self, t: TestTicket, v: T) {
+    pub(crate) fn test_finish_push(&self, t: PushTicket, v: T) {
         let slot = self.slot(t.0);
         slot.value.with_mut(|p| {
             // SAFETY: the ticket is ours alone (from the CAS in
-            // `test_claim_push`) and its cell was free.
+            // `test_claim_push` on this ring) and its cell was free.
             unsafe { p.write(MaybeUninit::new(v)) }
         });
+        // Release: synchronizes with the Acquire in `claim`, as in `push`.
         slot.seq.store(t.0 + 1, Ordering::Release);
     }
 }

@@ -60,7 +60,7 @@ pub(crate) struct WorkerShared {
 
 /// Everything of a runtime that does not depend on the run-queue type.
 pub(crate) struct RtCore<P: Platform> {
-    pub(crate) idle: Idle<P>,
+    pub(crate) idle: Idle<P, P::Lock>,
     pub(crate) workers: alloc::boxed::Box<[WorkerShared]>,
     /// Counters of plain OS threads (outside the workers).
     pub(crate) outside: Counters,
@@ -93,7 +93,7 @@ pub(crate) struct WorkerCtx<P: Platform> {
 impl<P: Platform> RtCore<P> {
     pub(crate) fn new(workers: usize, stack_size: usize) -> Self {
         RtCore {
-            idle: Idle::new(),
+            idle: Idle::new(workers),
             workers: (0..workers)
                 .map(|_| WorkerShared {
                     run_next: AtomicPtr::new(ptr::null_mut()),
@@ -358,7 +358,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 return true;
             }
         }
-        if core.idle.sleep(|| self.has_work(), None) {
+        if core.idle.sleep(index, || self.has_work(), None) {
             core.workers[index].counters.parks(1);
         }
         false

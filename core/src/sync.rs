@@ -51,13 +51,6 @@ mod imp {
         pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
             f(self.0.get())
         }
-
-        /// The raw pointer itself, for code that hands it across a context
-        /// switch (where a closure cannot span the switch).
-        #[inline(always)]
-        pub fn get(&self) -> *mut T {
-            self.0.get()
-        }
     }
 
     /// True when running under loom (lets shared code shrink capacities).
@@ -76,7 +69,7 @@ mod imp {
         loom::thread::yield_now();
     }
 
-    /// loom's checked cell, plus a `get` for parity with the real one.
+    /// loom's checked cell.
     #[derive(Debug)]
     pub struct UnsafeCell<T>(loom::cell::UnsafeCell<T>);
 
@@ -152,5 +145,41 @@ impl Backoff {
     /// Starts over.
     pub fn reset(&mut self) {
         self.step = 0;
+    }
+}
+
+/// An `UnsafeCell` that stays `core`'s even under loom, for state that a
+/// loom model never reaches (an actor's saved context lives across asm
+/// switches, which loom cannot model). Same closure API as [`UnsafeCell`],
+/// plus [`RawCell::get`] for code that spans a context switch.
+#[derive(Debug, Default)]
+#[repr(transparent)]
+pub struct RawCell<T: ?Sized>(core::cell::UnsafeCell<T>);
+
+impl<T> RawCell<T> {
+    /// Wraps `value`.
+    #[inline(always)]
+    pub const fn new(value: T) -> Self {
+        Self(core::cell::UnsafeCell::new(value))
+    }
+}
+
+impl<T: ?Sized> RawCell<T> {
+    /// Runs `f` with a shared raw pointer to the contents.
+    #[inline(always)]
+    pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Runs `f` with a mutable raw pointer to the contents.
+    #[inline(always)]
+    pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// The raw pointer itself.
+    #[inline(always)]
+    pub fn get(&self) -> *mut T {
+        self.0.get()
     }
 }

@@ -99,14 +99,18 @@ fn drop_drops_remaining_items() {
     let r: Ring<Counted> = Ring::with_capacity(4);
     // Advance the counters past a lap so the leftovers wrap.
     for _ in 0..3 {
-        r.push(Counted(drops.clone()), &mut no_relax()).ok().unwrap();
+        r.push(Counted(drops.clone()), &mut no_relax())
+            .ok()
+            .unwrap();
     }
     for _ in 0..3 {
         drop(r.pop(&mut no_relax()).unwrap());
     }
     assert_eq!(drops.load(StdOrdering::Relaxed), 3);
     for _ in 0..3 {
-        r.push(Counted(drops.clone()), &mut no_relax()).ok().unwrap();
+        r.push(Counted(drops.clone()), &mut no_relax())
+            .ok()
+            .unwrap();
     }
     assert!(r.push(Counted(drops.clone()), &mut no_relax()).is_ok());
     // The rejected value comes back to us and is dropped here, not leaked.
@@ -252,11 +256,14 @@ fn conservation<const FIX: bool>(producers: usize, consumers: usize, per_produce
     assert_eq!(all.len(), total);
     assert_eq!(all.iter().sum::<usize>(), total * (total - 1) / 2);
     all.sort_unstable();
-    assert!(all.iter().copied().eq(0..total), "an item lost or duplicated");
+    assert!(
+        all.iter().copied().eq(0..total),
+        "an item lost or duplicated"
+    );
     assert!(ring.is_empty());
 }
 
-const PER_PRODUCER: usize = if cfg!(miri) { 40 } else { 20_000 };
+const PER_PRODUCER: usize = if cfg!(miri) { 200 } else { 20_000 };
 
 #[test]
 fn conservation_2_producers_2_consumers() {

@@ -221,7 +221,9 @@ unsafe impl Platform for Linux {
     }
 
     fn abort(msg: &str) -> ! {
-        eprintln!("{msg}");
+        use std::io::Write;
+        // Not eprintln!: it panics if stderr is closed, and we are aborting.
+        let _ = writeln!(std::io::stderr(), "{msg}");
         std::process::abort()
     }
 }

@@ -1,0 +1,57 @@
+//! spawn_join: spawn a trivial actor and join it, from inside an actor,
+//! against tokio's `spawn(..).await` in the same binary: smarm with 1 worker
+//! vs tokio current_thread, smarm with 2 workers vs tokio multi_thread(2).
+//!
+//! `cargo bench -p smarm-benches --bench spawn_join`
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use smarm_benches::{port_name, smarm, smarm_rt};
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group(format!("spawn_join/{}", port_name()));
+    for workers in [1usize, 2] {
+        let rt = smarm_rt(workers);
+        g.bench_function(format!("smarm/{workers}w"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(move || {
+                    let t = Instant::now();
+                    for i in 0..iters {
+                        let h = smarm::spawn(move || black_box(i));
+                        black_box(h.join().unwrap());
+                    }
+                    t.elapsed()
+                })
+            })
+        });
+    }
+    let tk1 = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let tk2 = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    for (name, tk) in [("tokio/current_thread", &tk1), ("tokio/multi_thread_2w", &tk2)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                tk.block_on(async move {
+                    tokio::spawn(async move {
+                        let t = Instant::now();
+                        for i in 0..iters {
+                            let h = tokio::spawn(async move { black_box(i) });
+                            black_box(h.await.unwrap());
+                        }
+                        t.elapsed()
+                    })
+                    .await
+                    .unwrap()
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = bench
+}
+criterion_main!(benches);

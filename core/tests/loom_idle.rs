@@ -1,0 +1,175 @@
+//! Loom models of the idle protocol (`smarm_core::idle`) over the real ring:
+//! a worker that sleeps for lack of work is always woken by the next push,
+//! so every item is consumed and no thread blocks forever (loom reports a
+//! deadlock if a wake is lost).
+//!
+//! Run: `RUSTFLAGS="--cfg smarm_loom -C debug-assertions" CARGO_TARGET_DIR=target/loom
+//! LOOM_MAX_PREEMPTIONS=2 cargo test -p smarm-core --release --test loom_idle`
+#![cfg(smarm_loom)]
+
+use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use loom::sync::{Arc, Condvar, Mutex};
+use loom::thread;
+
+use smarm_core::idle::Idle;
+use smarm_core::lock::FutexLock;
+use smarm_core::platform::Futex;
+use smarm_core::ring::Ring;
+
+loom::lazy_static! {
+    /// One "kernel" for all futex words of a model run: a wait checks its
+    /// word under the lock and sleeps on the condvar; a wake takes the lock
+    /// and notifies, so a wake cannot slip between check and sleep.
+    static ref KERNEL: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+}
+
+struct LoomFutex;
+
+// SAFETY: the check and the sleep are atomic with respect to wakes (both
+// hold KERNEL's mutex); loom's mutex gives the Acquire/Release edges.
+unsafe impl Futex for LoomFutex {
+    fn wait(word: &AtomicU32, expected: u32, _deadline_ns: Option<u64>) {
+        let g = KERNEL.0.lock().unwrap();
+        if word.load(Ordering::SeqCst) == expected {
+            drop(KERNEL.1.wait(g).unwrap());
+        }
+    }
+    fn wake_one(_word: &AtomicU32) {
+        let _g = KERNEL.0.lock().unwrap();
+        // Waking all is allowed (waiters re-check their own word).
+        KERNEL.1.notify_all();
+    }
+    fn wake_all(word: &AtomicU32) {
+        Self::wake_one(word)
+    }
+}
+
+type TestIdle = Idle<LoomFutex, FutexLock<LoomFutex>>;
+
+/// The queue a model's workers share: the real ring, or (for the models
+/// with more threads, to keep the state space small) a locked deque.
+trait Queue: Send + Sync + 'static {
+    fn new() -> Self;
+    fn push(&self, v: usize) -> Result<(), usize>;
+    fn pop(&self) -> Option<usize>;
+    fn is_empty(&self) -> bool;
+}
+
+impl Queue for Ring<usize> {
+    fn new() -> Self {
+        Ring::with_capacity(2)
+    }
+    fn push(&self, v: usize) -> Result<(), usize> {
+        Ring::push(self, v, &mut || thread::yield_now())
+    }
+    fn pop(&self) -> Option<usize> {
+        Ring::pop(self, &mut || thread::yield_now())
+    }
+    fn is_empty(&self) -> bool {
+        Ring::is_empty(self)
+    }
+}
+
+struct Locked(Mutex<std::collections::VecDeque<usize>>, AtomicUsize);
+
+impl Queue for Locked {
+    fn new() -> Self {
+        Locked(Mutex::new(Default::default()), AtomicUsize::new(0))
+    }
+    fn push(&self, v: usize) -> Result<(), usize> {
+        let mut q = self.0.lock().unwrap();
+        q.push_back(v);
+        self.1.store(q.len(), Ordering::SeqCst);
+        Ok(())
+    }
+    fn pop(&self) -> Option<usize> {
+        let mut q = self.0.lock().unwrap();
+        let v = q.pop_front();
+        self.1.store(q.len(), Ordering::SeqCst);
+        v
+    }
+    fn is_empty(&self) -> bool {
+        self.1.load(Ordering::SeqCst) == 0
+    }
+}
+
+/// `workers` consumer threads and one producer pushing `items`; each
+/// consumer sleeps through the idle protocol when the ring is empty.
+fn model<Q: Queue>(workers: usize, items: usize) {
+    let mut b = loom::model::Builder::new();
+    b.max_branches = 100_000;
+    b.check(move || {
+        let ring = Arc::new(Q::new());
+        let idle = Arc::new(TestIdle::new(workers));
+        let consumed = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(Mutex::new(vec![0u8; items]));
+        let handles: Vec<_> = (0..workers)
+            .map(|i| {
+                let (ring, idle, consumed, seen) = (ring.clone(), idle.clone(), consumed.clone(), seen.clone());
+                thread::spawn(move || loop {
+                    if consumed.load(Ordering::SeqCst) == items {
+                        return;
+                    }
+                    if let Some(v) = ring.pop() {
+                        seen.lock().unwrap()[v] += 1;
+                        if consumed.fetch_add(1, Ordering::SeqCst) + 1 == items {
+                            idle.notify_all(); // let the others exit
+                        }
+                        continue;
+                    }
+                    if !idle.sleep(
+                        i,
+                        || !ring.is_empty() || consumed.load(Ordering::SeqCst) == items,
+                        None,
+                    ) {
+                        // Work is announced but maybe not yet published (a
+                        // producer between claim and publish): let it run.
+                        thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for v in 0..items {
+            let mut v = v;
+            loop {
+                match ring.push(v) {
+                    Ok(()) => break,
+                    Err(back) => {
+                        v = back;
+                        thread::yield_now();
+                    }
+                }
+            }
+            idle.notify_one();
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(seen.lock().unwrap().iter().all(|&n| n == 1), "an item was lost or duplicated");
+    });
+}
+
+#[test]
+fn ring_one_worker_is_woken_for_each_push() {
+    model::<Ring<usize>>(1, 2);
+}
+
+#[test]
+fn ring_one_worker_three_items_wraps() {
+    model::<Ring<usize>>(1, 3);
+}
+
+#[test]
+fn two_workers_no_lost_wakeup() {
+    model::<Locked>(2, 1);
+}
+
+#[test]
+fn notify_with_nobody_asleep_makes_no_wake() {
+    loom::model(|| {
+        let idle = TestIdle::new(2);
+        // Nobody on the idle list: the fast path returns without a wake.
+        assert!(!idle.notify_one());
+        assert_eq!(idle.sleepers(), 0);
+    });
+}

@@ -1,0 +1,218 @@
+//! The runtime's basic contract: spawn, join, panics, yields, builder errors.
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use smarm_tests::smarm::{self, BuildError, Runtime, SpawnError};
+use smarm_tests::{eventually, with_timeout};
+
+#[test]
+fn hundred_thousand_actors_spawned_and_joined() {
+    with_timeout(120, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let sum = rt.block_on(|| {
+            let hs: Vec<_> = (0..100_000u64).map(|i| smarm::spawn(move || i * 3)).collect();
+            let mut sum = 0;
+            for (i, h) in hs.into_iter().enumerate() {
+                let v = h.join().unwrap();
+                assert_eq!(v, i as u64 * 3);
+                sum += v;
+            }
+            sum
+        });
+        assert_eq!(sum, 3 * (100_000 * 99_999 / 2));
+        let c = rt.counters().total();
+        assert_eq!(c.enqueued, c.dequeued);
+        assert_eq!(c.spawned, 100_001);
+        eventually(10, "live actors back to 0", || rt.live_actors() == 0);
+    });
+}
+
+#[test]
+fn spawn_from_plain_threads() {
+    with_timeout(60, || {
+        let rt = Arc::new(Runtime::builder().workers(2).build().unwrap());
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let rt = rt.clone();
+                std::thread::spawn(move || {
+                    let hs: Vec<_> = (0..1000u64).map(|i| rt.spawn(move || t * 1000 + i)).collect();
+                    hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+                })
+            })
+            .collect();
+        let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(total, (0..4000u64).sum::<u64>());
+    });
+}
+
+#[test]
+fn panic_is_reported_through_join_and_others_finish() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let bad = rt.spawn(|| -> u32 { panic!("boom {}", 42) });
+        let good: Vec<_> = (0..100u32).map(|i| rt.spawn(move || i + 1)).collect();
+        let err = bad.join().unwrap_err();
+        assert_eq!(err.panic_message(), Some("boom 42"));
+        assert!(err.to_string().contains("panicked: boom 42"), "{err}");
+        let sum: u32 = good.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(sum, (1..=100).sum());
+        // The worker that ran the panicking actor still works.
+        assert_eq!(rt.block_on(|| 7), 7);
+        let static_msg = rt.spawn(|| -> () { panic!("static message") }).join().unwrap_err();
+        assert_eq!(static_msg.panic_message(), Some("static message"));
+    });
+}
+
+#[test]
+fn two_yielding_actors_on_one_worker_both_progress() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2u8)
+            .map(|who| {
+                let (log, ready) = (log.clone(), ready.clone());
+                rt.spawn(move || {
+                    // Start together: the first may run before the second exists.
+                    ready.fetch_add(1, Ordering::SeqCst);
+                    while ready.load(Ordering::SeqCst) < 2 {
+                        smarm::yield_now();
+                    }
+                    for _ in 0..1000 {
+                        log.lock().unwrap().push(who);
+                        smarm::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 2000);
+        // Strict alternation after the first step: each yield lets the other run.
+        let switches = log.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!(switches >= 1990, "only {switches} alternations: one actor starved the other");
+    });
+}
+
+fn chain(depth: u32) -> u32 {
+    if depth == 0 {
+        return 0;
+    }
+    smarm::spawn(move || chain(depth - 1)).join().unwrap() + 1
+}
+
+#[test]
+fn spawn_chain_deeper_than_the_stack_pool() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).stack_size(64 * 1024).build().unwrap();
+        // 2,000 nested live actors: far beyond a worker's 64-stack cache.
+        assert_eq!(rt.block_on(|| chain(2000)), 2000);
+        eventually(10, "live actors back to 0", || rt.live_actors() == 0);
+    });
+}
+
+#[test]
+fn more_live_actors_than_pooled_stacks() {
+    with_timeout(60, || {
+        const N: usize = 3000;
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let started = Arc::new(AtomicUsize::new(0));
+        let go = Arc::new(AtomicBool::new(false));
+        let (s, g) = (started.clone(), go.clone());
+        let peak = rt.block_on(move || {
+            let hs: Vec<_> = (0..N)
+                .map(|i| {
+                    let (s, g) = (s.clone(), g.clone());
+                    smarm::spawn(move || {
+                        s.fetch_add(1, Ordering::SeqCst);
+                        while !g.load(Ordering::SeqCst) {
+                            smarm::yield_now();
+                        }
+                        i
+                    })
+                })
+                .collect();
+            let peak = s.load(Ordering::SeqCst);
+            g.store(true, Ordering::SeqCst);
+            let sum: usize = hs.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(sum, N * (N - 1) / 2);
+            peak
+        });
+        assert_eq!(peak, N, "all {N} actors were alive at once");
+        assert_eq!(started.load(Ordering::SeqCst), N);
+    });
+}
+
+#[test]
+fn builder_rejects_bad_values_with_typed_errors() {
+    assert_eq!(Runtime::builder().workers(0).build().err(), Some(BuildError::ZeroWorkers));
+    assert!(matches!(
+        Runtime::builder().stack_size(1024).build().err(),
+        Some(BuildError::StackTooSmall { requested: 1024, .. })
+    ));
+    assert!(matches!(
+        Runtime::builder().stack_size(usize::MAX).build().err(),
+        Some(BuildError::StackTooLarge { .. })
+    ));
+    assert!(matches!(
+        Runtime::builder().queue_capacity(1).build().err(),
+        Some(BuildError::QueueTooSmall { requested: 1 })
+    ));
+    let msg = Runtime::builder().workers(0).build().err().unwrap().to_string();
+    assert!(msg.contains("at least one worker"), "{msg}");
+}
+
+#[test]
+fn spawn_outside_an_actor_is_an_error_not_a_crash() {
+    assert_eq!(smarm::try_spawn(|| 1).err(), Some(SpawnError::NoRuntime));
+    assert_eq!(smarm::current_id(), None);
+    assert_eq!(smarm::current_worker(), None);
+    smarm::yield_now(); // a plain thread just yields
+}
+
+#[test]
+fn ids_are_unique_and_visible_inside() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let hs: Vec<_> = (0..200).map(|_| rt.spawn(|| smarm::current_id().unwrap())).collect();
+        let mut seen = std::collections::HashSet::new();
+        for h in hs {
+            let id = h.id();
+            assert_eq!(h.join().unwrap(), id);
+            assert!(seen.insert(id), "duplicate id {id}");
+        }
+    });
+}
+
+macro_rules! overflow_test {
+    ($name:ident, $queue:ty) => {
+        #[test]
+        fn $name() {
+            with_timeout(60, || {
+                // 1,000 runnable actors through a 4-slot ring: the excess
+                // spills (ring) or queues (mutex), and none is lost.
+                let rt = smarm::BuilderWith::<$queue>::new().workers(2).queue_capacity(4).build().unwrap();
+                let hs: Vec<_> = (0..1000u64)
+                    .map(|i| {
+                        rt.spawn(move || {
+                            for _ in 0..10 {
+                                smarm::yield_now();
+                            }
+                            i
+                        })
+                    })
+                    .collect();
+                let sum: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+                assert_eq!(sum, 999 * 1000 / 2);
+                let c = rt.counters().total();
+                assert_eq!(c.enqueued, c.dequeued);
+                assert!(c.depth_peak > 4, "the queue never held more than the ring: no spill tested");
+            });
+        }
+    };
+}
+
+overflow_test!(ring_overflow_spills_without_losing_actors, smarm::RingQueue);
+overflow_test!(mutex_queue_variant_runs_the_same_workload, smarm::MutexQueue);

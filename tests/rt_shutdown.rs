@@ -1,0 +1,100 @@
+//! Shutdown with live actors: no hang, every actor unwound, joiners told.
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use smarm_tests::smarm::{self, Runtime};
+use smarm_tests::with_timeout;
+
+struct CountDrop(Arc<AtomicUsize>);
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn dropping_the_runtime_with_live_actors_unwinds_them() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
+        // 50 actors that yield forever, 10 that are parked in join on one of
+        // them, each holding a guard whose destructor must run.
+        let spinners: Vec<_> = (0..50)
+            .map(|_| {
+                let (d, s) = (dropped.clone(), started.clone());
+                rt.spawn(move || {
+                    let _g = CountDrop(d);
+                    s.fetch_add(1, Ordering::SeqCst);
+                    loop {
+                        smarm::yield_now();
+                    }
+                })
+            })
+            .collect();
+        let joiners: Vec<_> = (0..10)
+            .map(|_| {
+                let (d, s) = (dropped.clone(), started.clone());
+                rt.spawn(move || {
+                    let _g = CountDrop(d);
+                    s.fetch_add(1, Ordering::SeqCst);
+                    let child = smarm::spawn(|| loop {
+                        smarm::yield_now();
+                    });
+                    child.join()
+                })
+            })
+            .collect();
+        while started.load(Ordering::SeqCst) < 60 {
+            std::thread::yield_now();
+        }
+        let report = rt.shutdown();
+        assert_eq!(report.abandoned, 0);
+        assert_eq!(dropped.load(Ordering::SeqCst), 60, "every guard was dropped by unwinding");
+        for h in spinners {
+            assert!(h.join().unwrap_err().is_cancelled());
+        }
+        for h in joiners {
+            // Either the joiner itself was cancelled, or its join returned
+            // Cancelled for its cancelled child.
+            match h.join() {
+                Err(e) => assert!(e.is_cancelled()),
+                Ok(inner) => assert!(inner.unwrap_err().is_cancelled()),
+            }
+        }
+    });
+}
+
+#[test]
+fn dropping_an_idle_runtime_returns_promptly() {
+    with_timeout(30, || {
+        for _ in 0..50 {
+            let rt = Runtime::builder().workers(2).build().unwrap();
+            assert_eq!(rt.block_on(|| 1 + 1), 2);
+            drop(rt);
+        }
+    });
+}
+
+#[test]
+fn actors_queued_but_never_run_are_cancelled_for_their_joiners() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        // The single worker is busy with a hog until shutdown; the queued
+        // actors behind it never start, and their joiners get Cancelled.
+        let hog = rt.spawn(|| loop {
+            smarm::yield_now();
+        });
+        let queued: Vec<_> = (0..20).map(|i| rt.spawn(move || i)).collect();
+        drop(rt);
+        assert!(hog.join().unwrap_err().is_cancelled());
+        for h in queued {
+            // They may have run to completion before the drop, or been
+            // cancelled; never lost.
+            match h.join() {
+                Ok(_) => {}
+                Err(e) => assert!(e.is_cancelled()),
+            }
+        }
+    });
+}
