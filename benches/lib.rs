@@ -19,5 +19,8 @@ pub fn port_name() -> &'static str {
 
 /// A smarm runtime with `workers` workers.
 pub fn smarm_rt(workers: usize) -> smarm::Runtime {
-    smarm::Runtime::builder().workers(workers).build().expect("smarm runtime")
+    smarm::Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("smarm runtime")
 }

@@ -17,7 +17,9 @@ fn smarm_skynet(num: u64, size: u64) -> u64 {
         return num;
     }
     let child = size / 10;
-    let hs: Vec<_> = (0..10).map(|i| smarm::spawn(move || smarm_skynet(num + i * child, child))).collect();
+    let hs: Vec<_> = (0..10)
+        .map(|i| smarm::spawn(move || smarm_skynet(num + i * child, child)))
+        .collect();
     hs.into_iter().map(|h| h.join().unwrap()).sum()
 }
 
@@ -27,7 +29,9 @@ fn tokio_skynet(num: u64, size: u64) -> Pin<Box<dyn Future<Output = u64> + Send>
             return num;
         }
         let child = size / 10;
-        let hs: Vec<_> = (0..10).map(|i| tokio::spawn(tokio_skynet(num + i * child, child))).collect();
+        let hs: Vec<_> = (0..10)
+            .map(|i| tokio::spawn(tokio_skynet(num + i * child, child)))
+            .collect();
         let mut sum = 0;
         for h in hs {
             sum += h.await.unwrap();
@@ -46,11 +50,18 @@ fn bench(c: &mut Criterion) {
         counts.push(cores);
     }
     for &w in &counts {
-        let rt = smarm::Runtime::builder().workers(w).stack_size(32 * 1024).build().unwrap();
+        let rt = smarm::Runtime::builder()
+            .workers(w)
+            .stack_size(32 * 1024)
+            .build()
+            .unwrap();
         g.bench_function(format!("smarm/{w}w"), |b| {
             b.iter(|| assert_eq!(rt.block_on(|| smarm_skynet(0, LEAVES)), expect))
         });
-        let tk = tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().unwrap();
+        let tk = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(w)
+            .build()
+            .unwrap();
         g.bench_function(format!("tokio/{w}w"), |b| {
             b.iter(|| assert_eq!(tk.block_on(tokio_skynet(0, LEAVES)), expect))
         });

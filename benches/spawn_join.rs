@@ -27,7 +27,10 @@ fn bench(c: &mut Criterion) {
         });
     }
     let tk1 = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let tk2 = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let tk2 = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
     for (name, tk) in [("tokio/current_thread", &tk1), ("tokio/multi_thread_2w", &tk2)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {

@@ -47,7 +47,10 @@ where
 pub fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(secs);
     while !cond() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
         std::thread::yield_now();
     }
 }

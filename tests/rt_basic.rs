@@ -58,7 +58,10 @@ fn panic_is_reported_through_join_and_others_finish() {
         assert_eq!(sum, (1..=100).sum());
         // The worker that ran the panicking actor still works.
         assert_eq!(rt.block_on(|| 7), 7);
-        let static_msg = rt.spawn(|| -> () { panic!("static message") }).join().unwrap_err();
+        let static_msg = rt
+            .spawn(|| -> () { panic!("static message") })
+            .join()
+            .unwrap_err();
         assert_eq!(static_msg.panic_message(), Some("static message"));
     });
 }
@@ -92,7 +95,10 @@ fn two_yielding_actors_on_one_worker_both_progress() {
         assert_eq!(log.len(), 2000);
         // Strict alternation after the first step: each yield lets the other run.
         let switches = log.windows(2).filter(|w| w[0] != w[1]).count();
-        assert!(switches >= 1990, "only {switches} alternations: one actor starved the other");
+        assert!(
+            switches >= 1990,
+            "only {switches} alternations: one actor starved the other"
+        );
     });
 }
 
@@ -106,7 +112,11 @@ fn chain(depth: u32) -> u32 {
 #[test]
 fn spawn_chain_deeper_than_the_stack_pool() {
     with_timeout(60, || {
-        let rt = Runtime::builder().workers(2).stack_size(64 * 1024).build().unwrap();
+        let rt = Runtime::builder()
+            .workers(2)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
         // 2,000 nested live actors: far beyond a worker's 64-stack cache.
         assert_eq!(rt.block_on(|| chain(2000)), 2000);
         eventually(10, "live actors back to 0", || rt.live_actors() == 0);
@@ -147,7 +157,10 @@ fn more_live_actors_than_pooled_stacks() {
 
 #[test]
 fn builder_rejects_bad_values_with_typed_errors() {
-    assert_eq!(Runtime::builder().workers(0).build().err(), Some(BuildError::ZeroWorkers));
+    assert_eq!(
+        Runtime::builder().workers(0).build().err(),
+        Some(BuildError::ZeroWorkers)
+    );
     assert!(matches!(
         Runtime::builder().stack_size(1024).build().err(),
         Some(BuildError::StackTooSmall { requested: 1024, .. })
@@ -176,7 +189,9 @@ fn spawn_outside_an_actor_is_an_error_not_a_crash() {
 fn ids_are_unique_and_visible_inside() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let hs: Vec<_> = (0..200).map(|_| rt.spawn(|| smarm::current_id().unwrap())).collect();
+        let hs: Vec<_> = (0..200)
+            .map(|_| rt.spawn(|| smarm::current_id().unwrap()))
+            .collect();
         let mut seen = std::collections::HashSet::new();
         for h in hs {
             let id = h.id();
@@ -193,7 +208,11 @@ macro_rules! overflow_test {
             with_timeout(60, || {
                 // 1,000 runnable actors through a 4-slot ring: the excess
                 // spills (ring) or queues (mutex), and none is lost.
-                let rt = smarm::BuilderWith::<$queue>::new().workers(2).queue_capacity(4).build().unwrap();
+                let rt = smarm::BuilderWith::<$queue>::new()
+                    .workers(2)
+                    .queue_capacity(4)
+                    .build()
+                    .unwrap();
                 let hs: Vec<_> = (0..1000u64)
                     .map(|i| {
                         rt.spawn(move || {
@@ -208,7 +227,10 @@ macro_rules! overflow_test {
                 assert_eq!(sum, 999 * 1000 / 2);
                 let c = rt.counters().total();
                 assert_eq!(c.enqueued, c.dequeued);
-                assert!(c.depth_peak > 4, "the queue never held more than the ring: no spill tested");
+                assert!(
+                    c.depth_peak > 4,
+                    "the queue never held more than the ring: no spill tested"
+                );
             });
         }
     };

@@ -46,7 +46,11 @@ fn actor_sees_the_right_worker_after_every_yield() {
                 smarm::yield_now();
                 let w = smarm::current_worker().unwrap();
                 let name = thread_name();
-                assert_eq!(name.as_deref(), Some(format!("mig-{w}").as_str()), "stale worker slot");
+                assert_eq!(
+                    name.as_deref(),
+                    Some(format!("mig-{w}").as_str()),
+                    "stale worker slot"
+                );
                 if w != last {
                     migrations += 1;
                     last = w;
@@ -61,6 +65,9 @@ fn actor_sees_the_right_worker_after_every_yield() {
         for b in busy {
             b.join().unwrap();
         }
-        assert!(migrations > 0, "the actor never migrated; the test proved nothing");
+        assert!(
+            migrations > 0,
+            "the actor never migrated; the test proved nothing"
+        );
     });
 }

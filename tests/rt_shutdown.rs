@@ -50,7 +50,11 @@ fn dropping_the_runtime_with_live_actors_unwinds_them() {
         }
         let report = rt.shutdown();
         assert_eq!(report.abandoned, 0);
-        assert_eq!(dropped.load(Ordering::SeqCst), 60, "every guard was dropped by unwinding");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            60,
+            "every guard was dropped by unwinding"
+        );
         for h in spinners {
             assert!(h.join().unwrap_err().is_cancelled());
         }

@@ -153,7 +153,10 @@ impl Actor {
             };
             // AcqRel: Release publishes what the waker wrote before waking
             // (the condition the parker re-checks); Acquire as above.
-            match self.state.compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire) {
+            match self
+                .state
+                .compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) if to == RUNNABLE => return Some(self),
                 Ok(_) => return None,
                 Err(now) => s = now,

@@ -45,10 +45,16 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::ZeroWorkers => f.write_str("a runtime needs at least one worker (workers(0) given)"),
             BuildError::StackTooSmall { requested, minimum } => {
-                write!(f, "stack size {requested} bytes is below the minimum of {minimum} bytes")
+                write!(
+                    f,
+                    "stack size {requested} bytes is below the minimum of {minimum} bytes"
+                )
             }
             BuildError::StackTooLarge { requested, maximum } => {
-                write!(f, "stack size {requested} bytes is above the maximum of {maximum} bytes")
+                write!(
+                    f,
+                    "stack size {requested} bytes is above the maximum of {maximum} bytes"
+                )
             }
             BuildError::QueueTooSmall { requested } => {
                 write!(f, "run-queue capacity {requested} is below the minimum of 2")

@@ -221,7 +221,9 @@ impl<T, P: Platform> JoinHandle<T, P> {
             // worker, which is us; it stays alive while we run.
             Some(me) => unsafe { self.join_as_actor(me) },
             // Without a deadline the wait only ends with a result.
-            None => self.join_as_thread(None).unwrap_or(Err(JoinError::Cancelled { id: self.id })),
+            None => self
+                .join_as_thread(None)
+                .unwrap_or(Err(JoinError::Cancelled { id: self.id })),
         }
     }
 
@@ -278,12 +280,10 @@ impl<T, P: Platform> JoinHandle<T, P> {
 
     fn join_as_thread(&self, deadline_ns: Option<u64>) -> Result<Result<T, JoinError>, ()> {
         // Release/Acquire: as in `join_as_actor`; a failure means DONE.
-        let _ = self.slot.state.compare_exchange(
-            EMPTY,
-            WAIT_THREAD,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
+        let _ = self
+            .slot
+            .state
+            .compare_exchange(EMPTY, WAIT_THREAD, Ordering::AcqRel, Ordering::Acquire);
         loop {
             if self.slot.is_done() {
                 return Ok(self.slot.take(self.id));
@@ -306,7 +306,11 @@ where
     T: Send + 'static,
 {
     let slot = Arc::new(JoinSlot::new());
-    let completer = Completer::<T, P> { slot: Some(slot.clone()), id, _p: PhantomData };
+    let completer = Completer::<T, P> {
+        slot: Some(slot.clone()),
+        id,
+        _p: PhantomData,
+    };
     let entry: crate::actor::Entry = Box::new(move |actor: &Actor| {
         // SAFETY: `cancel` is owned by the running actor (us).
         if actor.cancel.with(|c| unsafe { *c }) != crate::actor::CANCEL_NONE {
@@ -326,5 +330,12 @@ where
         };
         completer.complete(r)
     });
-    (entry, JoinHandle { slot, id, _p: PhantomData })
+    (
+        entry,
+        JoinHandle {
+            slot,
+            id,
+            _p: PhantomData,
+        },
+    )
 }

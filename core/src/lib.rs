@@ -85,8 +85,8 @@ macro_rules! port_api {
         pub type MutexQueue = $crate::MutexQueue<$platform>;
 
         pub use $crate::{
-            BuildError, CounterSnapshot, CountersReport, JoinError, ShutdownReport, SpawnError,
-            StackError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE,
+            BuildError, CounterSnapshot, CountersReport, JoinError, ShutdownReport, SpawnError, StackError,
+            DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE,
         };
 
         /// Spawns an actor from inside an actor (work-first: the child runs

@@ -63,7 +63,10 @@ impl<F: Futex> FutexLock<F> {
 // atomically with its sleep in `Futex::wait`).
 unsafe impl<F: Futex> RawLock for FutexLock<F> {
     fn new() -> Self {
-        FutexLock { state: AtomicU32::new(UNLOCKED), _futex: PhantomData }
+        FutexLock {
+            state: AtomicU32::new(UNLOCKED),
+            _futex: PhantomData,
+        }
     }
 
     #[inline]
@@ -109,7 +112,10 @@ unsafe impl<L: RawLock, T: Send> Sync for Mutex<L, T> {}
 impl<L: RawLock, T> Mutex<L, T> {
     /// Wraps `value`.
     pub fn new(value: T) -> Self {
-        Mutex { lock: L::new(), value: UnsafeCell::new(value) }
+        Mutex {
+            lock: L::new(),
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// Locks, returning a guard that unlocks on drop.

@@ -142,7 +142,10 @@ impl<P: Platform> RunQueue<P> for MutexQueue<P> {
     const NAME: &'static str = "mutex";
 
     fn with_capacity(capacity: usize) -> Self {
-        MutexQueue { q: Mutex::new(VecDeque::with_capacity(capacity)), len: AtomicUsize::new(0) }
+        MutexQueue {
+            q: Mutex::new(VecDeque::with_capacity(capacity)),
+            len: AtomicUsize::new(0),
+        }
     }
 
     fn push(&self, actor: Runnable) {

@@ -221,12 +221,7 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
     /// ring is truly full, else a fresh ticket guess after backing off if the
     /// cell at `pos` is frozen by a consumer mid-pop.
     #[cold]
-    fn lap_behind(
-        &self,
-        pos: usize,
-        backoff: &mut Backoff,
-        relax: &mut dyn FnMut(),
-    ) -> Option<usize> {
+    fn lap_behind(&self, pos: usize, backoff: &mut Backoff, relax: &mut dyn FnMut()) -> Option<usize> {
         fence(Ordering::SeqCst);
         // Relaxed (both): ordered by the fence above; `tail` is loaded first
         // so that occupancy is never over-estimated (module docs, step 2).

@@ -102,13 +102,21 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
             return Err(BuildError::ZeroWorkers);
         }
         if self.stack_size < MIN_STACK_SIZE {
-            return Err(BuildError::StackTooSmall { requested: self.stack_size, minimum: MIN_STACK_SIZE });
+            return Err(BuildError::StackTooSmall {
+                requested: self.stack_size,
+                minimum: MIN_STACK_SIZE,
+            });
         }
         if self.stack_size > MAX_STACK_SIZE {
-            return Err(BuildError::StackTooLarge { requested: self.stack_size, maximum: MAX_STACK_SIZE });
+            return Err(BuildError::StackTooLarge {
+                requested: self.stack_size,
+                maximum: MAX_STACK_SIZE,
+            });
         }
         if self.queue_capacity < 2 {
-            return Err(BuildError::QueueTooSmall { requested: self.queue_capacity });
+            return Err(BuildError::QueueTooSmall {
+                requested: self.queue_capacity,
+            });
         }
         let page = P::page_size().max(16);
         let stack_size = self.stack_size.div_ceil(page) * page;
@@ -116,7 +124,11 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
             core: RtCore::new(workers, stack_size),
             queue: Q::with_capacity(self.queue_capacity),
         });
-        let mut rt = Runtime { shared, threads: Vec::with_capacity(workers), stack_size };
+        let mut rt = Runtime {
+            shared,
+            threads: Vec::with_capacity(workers),
+            stack_size,
+        };
         for i in 0..workers {
             let s = rt.shared.clone();
             let name = format!("{}-{}", self.thread_name, i);
@@ -244,7 +256,13 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
     /// Per-worker counters now.
     pub fn counters(&self) -> CountersReport {
         CountersReport {
-            workers: self.shared.core.workers.iter().map(|w| w.counters.snapshot()).collect(),
+            workers: self
+                .shared
+                .core
+                .workers
+                .iter()
+                .map(|w| w.counters.snapshot())
+                .collect(),
             outside: self.shared.core.outside.snapshot(),
         }
     }

@@ -34,8 +34,8 @@ use core::mem;
 use core::ptr;
 
 use crate::actor::{
-    Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, NOTIFIED,
-    PARKED, RUNNABLE, RUNNING,
+    Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, NOTIFIED, PARKED,
+    RUNNABLE, RUNNING,
 };
 use crate::arch::Arch;
 use crate::counters::Counters;
@@ -110,12 +110,7 @@ impl<P: Platform> RtCore<P> {
     }
 
     /// A new actor with a stack, bootstrapped to start in [`actor_entry`].
-    pub(crate) fn new_actor<F, T>(
-        &self,
-        id: u64,
-        stack: RawStack,
-        f: F,
-    ) -> (Arc<Actor>, JoinHandle<T, P>)
+    pub(crate) fn new_actor<F, T>(&self, id: u64, stack: RawStack, f: F) -> (Arc<Actor>, JoinHandle<T, P>)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -127,9 +122,8 @@ impl<P: Platform> RtCore<P> {
         // least the runtime's minimum stack size; `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its
         // worker holds an Arc).
-        let sp = unsafe {
-            <P::Arch as Arch>::init_stack(top, actor_entry::<P>, Arc::as_ptr(&actor) as *mut u8)
-        };
+        let sp =
+            unsafe { <P::Arch as Arch>::init_stack(top, actor_entry::<P>, Arc::as_ptr(&actor) as *mut u8) };
         // SAFETY: the actor is not yet shared.
         actor.sp.with_mut(|p| unsafe { *p = sp });
         // Relaxed: a count; shutdown reads it after the workers' own edges.
@@ -399,7 +393,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 Request::Park => {
                     // AcqRel: Release publishes the saved sp to the waker's
                     // Acquire load; Acquire sees a NOTIFIED waker's writes.
-                    match a.state.compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire) {
+                    match a
+                        .state
+                        .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
+                    {
                         Ok(_) => None, // the waker's registration holds it now
                         Err(s) => {
                             debug_assert_eq!(s, NOTIFIED);

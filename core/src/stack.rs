@@ -30,7 +30,11 @@ impl<P: Platform> StackPool<P> {
     /// A pool of stacks with `usable` bytes each, keeping up to `shared_cap`
     /// spare stacks in the shared level.
     pub fn new(usable: usize, shared_cap: usize) -> Self {
-        StackPool { shared: Mutex::new(Vec::new()), shared_cap, usable }
+        StackPool {
+            shared: Mutex::new(Vec::new()),
+            shared_cap,
+            usable,
+        }
     }
 
     /// Takes one stack for a thread with no cache of its own (an outside

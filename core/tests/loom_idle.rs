@@ -105,7 +105,8 @@ fn model<Q: Queue>(workers: usize, items: usize) {
         let seen = Arc::new(Mutex::new(vec![0u8; items]));
         let handles: Vec<_> = (0..workers)
             .map(|i| {
-                let (ring, idle, consumed, seen) = (ring.clone(), idle.clone(), consumed.clone(), seen.clone());
+                let (ring, idle, consumed, seen) =
+                    (ring.clone(), idle.clone(), consumed.clone(), seen.clone());
                 thread::spawn(move || loop {
                     if consumed.load(Ordering::SeqCst) == items {
                         return;
@@ -145,7 +146,10 @@ fn model<Q: Queue>(workers: usize, items: usize) {
         for h in handles {
             h.join().unwrap();
         }
-        assert!(seen.lock().unwrap().iter().all(|&n| n == 1), "an item was lost or duplicated");
+        assert!(
+            seen.lock().unwrap().iter().all(|&n| n == 1),
+            "an item was lost or duplicated"
+        );
     });
 }
 

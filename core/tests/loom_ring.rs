@@ -56,11 +56,7 @@ fn pop<const FIX: bool>(ring: &Ring<u32, FIX>) -> u32 {
 /// Asserts that `seen` holds `0..n` exactly once each.
 fn assert_conserved(mut seen: Vec<u32>, n: u32) {
     seen.sort_unstable();
-    assert_eq!(
-        seen,
-        (0..n).collect::<Vec<_>>(),
-        "an item lost or duplicated"
-    );
+    assert_eq!(seen, (0..n).collect::<Vec<_>>(), "an item lost or duplicated");
 }
 
 #[test]
@@ -157,10 +153,7 @@ fn drop_drops_leftovers() {
         let (r, t) = (ring.clone(), token.clone());
         let producer = thread::spawn(move || {
             for _ in 0..2 {
-                assert!(
-                    r.push(t.clone(), &mut relax).is_ok(),
-                    "ring of 2 is not full"
-                );
+                assert!(r.push(t.clone(), &mut relax).is_ok(), "ring of 2 is not full");
             }
         });
         let popped = ring.pop(&mut relax);
@@ -234,9 +227,8 @@ fn stalled_consumer_classic_fails() {
     std::panic::set_hook(Box::new(|_| {}));
     let result = std::panic::catch_unwind(stalled_consumer::<false>);
     std::panic::set_hook(hook);
-    let payload = result.expect_err(
-        "loom must find the interleaving where the classic ring reports a spurious Full",
-    );
+    let payload =
+        result.expect_err("loom must find the interleaving where the classic ring reports a spurious Full");
     let msg = payload
         .downcast_ref::<String>()
         .map(String::as_str)

@@ -50,10 +50,7 @@ fn mpmc_exactly_once<const FIX: bool>(cap: usize, per_producer: usize) {
             while taken.load(Ordering::Relaxed) < total {
                 match ring.pop(&mut relax) {
                     Some(v) => {
-                        assert!(
-                            !seen[v].swap(true, Ordering::Relaxed),
-                            "item {v} popped twice"
-                        );
+                        assert!(!seen[v].swap(true, Ordering::Relaxed), "item {v} popped twice");
                         taken.fetch_add(1, Ordering::Relaxed);
                     }
                     None => {
@@ -68,10 +65,7 @@ fn mpmc_exactly_once<const FIX: bool>(cap: usize, per_producer: usize) {
     for h in handles {
         h.join().unwrap();
     }
-    assert!(
-        seen.iter().all(|s| s.load(Ordering::Relaxed)),
-        "an item was lost"
-    );
+    assert!(seen.iter().all(|s| s.load(Ordering::Relaxed)), "an item was lost");
     assert!(ring.pop(&mut relax).is_none());
 }
 

@@ -70,27 +70,27 @@ pub struct X86_64;
 pub unsafe extern "C" fn smarm_x86_64_switch(to: *mut u8) -> *mut u8 {
     naked_asm!(
         // On entry: rdi = target sp; [rsp] = our return address.
-        "push rbp",             // save callee-saved rbp
-        "push rbx",             // save callee-saved rbx
-        "push r12",             // save callee-saved r12
-        "push r13",             // save callee-saved r13
-        "push r14",             // save callee-saved r14
-        "push r15",             // save callee-saved r15
-        "sub rsp, 8",           // room for MXCSR + x87 CW; rsp is now 16-aligned
-        "stmxcsr [rsp]",        // save the SSE control/status register
-        "fnstcw [rsp + 4]",     // save the x87 control word
-        "mov rax, rsp",         // our saved sp becomes the other side's return value
-        "mov rsp, rdi",         // switch stacks: from here on we run on the target
-        "ldmxcsr [rsp]",        // restore the target's SSE control/status register
-        "fldcw [rsp + 4]",      // restore the target's x87 control word
-        "add rsp, 8",           // drop the control-word slot
-        "pop r15",              // restore callee-saved r15
-        "pop r14",              // restore callee-saved r14
-        "pop r13",              // restore callee-saved r13
-        "pop r12",              // restore callee-saved r12
-        "pop rbx",              // restore callee-saved rbx
-        "pop rbp",              // restore callee-saved rbp
-        "ret",                  // resume the target where it called us (or its trampoline)
+        "push rbp",         // save callee-saved rbp
+        "push rbx",         // save callee-saved rbx
+        "push r12",         // save callee-saved r12
+        "push r13",         // save callee-saved r13
+        "push r14",         // save callee-saved r14
+        "push r15",         // save callee-saved r15
+        "sub rsp, 8",       // room for MXCSR + x87 CW; rsp is now 16-aligned
+        "stmxcsr [rsp]",    // save the SSE control/status register
+        "fnstcw [rsp + 4]", // save the x87 control word
+        "mov rax, rsp",     // our saved sp becomes the other side's return value
+        "mov rsp, rdi",     // switch stacks: from here on we run on the target
+        "ldmxcsr [rsp]",    // restore the target's SSE control/status register
+        "fldcw [rsp + 4]",  // restore the target's x87 control word
+        "add rsp, 8",       // drop the control-word slot
+        "pop r15",          // restore callee-saved r15
+        "pop r14",          // restore callee-saved r14
+        "pop r13",          // restore callee-saved r13
+        "pop r12",          // restore callee-saved r12
+        "pop rbx",          // restore callee-saved rbx
+        "pop rbp",          // restore callee-saved rbp
+        "ret",              // resume the target where it called us (or its trampoline)
     )
 }
 
@@ -101,10 +101,10 @@ pub unsafe extern "C" fn smarm_x86_64_switch(to: *mut u8) -> *mut u8 {
 #[unsafe(naked)]
 unsafe extern "C" fn smarm_x86_64_trampoline() -> ! {
     naked_asm!(
-        "mov rdi, rax",         // first argument: the sp of the context that switched in
-        "mov rsi, rbx",         // second argument: the arg given to init_stack
-        "call r12",             // entry(from, arg); rsp is 16-aligned before the call
-        "ud2",                  // entry never returns: trap if it does
+        "mov rdi, rax", // first argument: the sp of the context that switched in
+        "mov rsi, rbx", // second argument: the arg given to init_stack
+        "call r12",     // entry(from, arg); rsp is 16-aligned before the call
+        "ud2",          // entry never returns: trap if it does
     )
 }
 
@@ -140,8 +140,8 @@ unsafe impl Arch for X86_64 {
             words.sub(7).write(0); // r13
             words.sub(8).write(0); // r14
             words.sub(9).write(0); // r15
-            // MXCSR default (all exceptions masked, round to nearest) in the
-            // low half; x87 CW default (extended precision, all masked) high.
+                                   // MXCSR default (all exceptions masked, round to nearest) in the
+                                   // low half; x87 CW default (extended precision, all masked) high.
             words.sub(10).write((0x037F_u64 << 32) | 0x1F80);
             words.sub(10).cast()
         }

@@ -99,18 +99,14 @@ fn drop_drops_remaining_items() {
     let r: Ring<Counted> = Ring::with_capacity(4);
     // Advance the counters past a lap so the leftovers wrap.
     for _ in 0..3 {
-        r.push(Counted(drops.clone()), &mut no_relax())
-            .ok()
-            .unwrap();
+        r.push(Counted(drops.clone()), &mut no_relax()).ok().unwrap();
     }
     for _ in 0..3 {
         drop(r.pop(&mut no_relax()).unwrap());
     }
     assert_eq!(drops.load(StdOrdering::Relaxed), 3);
     for _ in 0..3 {
-        r.push(Counted(drops.clone()), &mut no_relax())
-            .ok()
-            .unwrap();
+        r.push(Counted(drops.clone()), &mut no_relax()).ok().unwrap();
     }
     assert!(r.push(Counted(drops.clone()), &mut no_relax()).is_ok());
     // The rejected value comes back to us and is dropped here, not leaked.
@@ -249,17 +245,11 @@ fn conservation<const FIX: bool>(producers: usize, consumers: usize, per_produce
             seen
         }));
     }
-    let mut all: Vec<usize> = handles
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+    let mut all: Vec<usize> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
     assert_eq!(all.len(), total);
     assert_eq!(all.iter().sum::<usize>(), total * (total - 1) / 2);
     all.sort_unstable();
-    assert!(
-        all.iter().copied().eq(0..total),
-        "an item lost or duplicated"
-    );
+    assert!(all.iter().copied().eq(0..total), "an item lost or duplicated");
     assert!(ring.is_empty());
 }
 

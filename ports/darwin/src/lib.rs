@@ -169,10 +169,7 @@ unsafe impl Platform for Darwin {
         stack::page_size()
     }
 
-    fn spawn_thread(
-        name: String,
-        f: Box<dyn FnOnce() + Send>,
-    ) -> Result<Self::Thread, ThreadError> {
+    fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         thread::spawn(name, f)
     }
 

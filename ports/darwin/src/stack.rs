@@ -57,13 +57,8 @@ pub(crate) fn alloc(usable: usize) -> Result<RawStack, StackError> {
     let page = page_size();
     // A size that overflows the address space is a request no mapping can
     // satisfy: report it as the kernel would (ENOMEM), don't panic.
-    let too_big = StackError::OutOfMaps {
-        errno: libc::ENOMEM,
-    };
-    let usable = usable
-        .max(1)
-        .checked_next_multiple_of(page)
-        .ok_or(too_big)?;
+    let too_big = StackError::OutOfMaps { errno: libc::ENOMEM };
+    let usable = usable.max(1).checked_next_multiple_of(page).ok_or(too_big)?;
     let len = usable.checked_add(page).ok_or(too_big)?;
     // SAFETY: a fresh private anonymous mapping at an address of the
     // kernel's choosing: it aliases nothing.

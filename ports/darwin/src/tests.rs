@@ -167,9 +167,7 @@ fn stacks_are_guarded_page_multiples() {
 fn impossible_stack_is_an_error_not_a_panic() {
     assert_eq!(
         Darwin::stack_alloc(usize::MAX).unwrap_err(),
-        StackError::OutOfMaps {
-            errno: libc::ENOMEM
-        }
+        StackError::OutOfMaps { errno: libc::ENOMEM }
     );
     assert!(matches!(
         Darwin::stack_alloc(usize::MAX / 2),

@@ -47,9 +47,7 @@ fn set_worker_qos() {
         return; // Miri does not model QoS classes
     }
     // SAFETY: applies to the calling thread only; no pointers involved.
-    let _ = unsafe {
-        libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_USER_INITIATED, 0)
-    };
+    let _ = unsafe { libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_USER_INITIATED, 0) };
 }
 
 std::thread_local! {

@@ -106,9 +106,7 @@ fn lookup_os_sync() -> Option<OsSync> {
     unsafe {
         Some(OsSync {
             wait: core::mem::transmute::<*mut c_void, WaitFn>(wait),
-            wait_with_timeout: core::mem::transmute::<*mut c_void, WaitTimeoutFn>(
-                wait_with_timeout,
-            ),
+            wait_with_timeout: core::mem::transmute::<*mut c_void, WaitTimeoutFn>(wait_with_timeout),
             wake_any: core::mem::transmute::<*mut c_void, WakeFn>(wake_any),
             wake_all: core::mem::transmute::<*mut c_void, WakeFn>(wake_all),
         })

@@ -1,6 +1,9 @@
 //! The smallest program: start a runtime, spawn a tree of actors, join.
 fn main() {
-    let rt = smarm_linux::Runtime::builder().workers(2).build().expect("runtime");
+    let rt = smarm_linux::Runtime::builder()
+        .workers(2)
+        .build()
+        .expect("runtime");
     let sum = rt.block_on(|| {
         let hs: Vec<_> = (0..10u64).map(|i| smarm_linux::spawn(move || i * i)).collect();
         hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()

@@ -16,14 +16,21 @@ fn skynet(num: u64, size: u64, div: u64) -> u64 {
         return num;
     }
     let child = size / div;
-    let handles: Vec<_> = (0..div).map(|i| spawn(move || skynet(num + i * child, child, div))).collect();
+    let handles: Vec<_> = (0..div)
+        .map(|i| spawn(move || skynet(num + i * child, child, div)))
+        .collect();
     handles.into_iter().map(|h| h.join().expect("skynet child")).sum()
 }
 
 fn arg(args: &[String], name: &str) -> Option<u64> {
     let i = args.iter().position(|a| a == name)?;
-    let v = args.get(i + 1).unwrap_or_else(|| fail(&format!("{name} needs a value")));
-    Some(v.parse().unwrap_or_else(|_| fail(&format!("{name}: not a number: {v}"))))
+    let v = args
+        .get(i + 1)
+        .unwrap_or_else(|| fail(&format!("{name} needs a value")));
+    Some(
+        v.parse()
+            .unwrap_or_else(|_| fail(&format!("{name}: not a number: {v}"))),
+    )
 }
 
 fn fail(msg: &str) -> ! {
@@ -61,7 +68,11 @@ fn main() {
     let wall = t.elapsed();
     let after = rt.counters().total();
     let expect = leaves * (leaves - 1) / 2;
-    println!("skynet: leaves={leaves} workers={} queue={}", rt.workers(), rt.queue_name());
+    println!(
+        "skynet: leaves={leaves} workers={} queue={}",
+        rt.workers(),
+        rt.queue_name()
+    );
     println!("sum={sum} (expected {expect})");
     println!("wall={:.3} ms", wall.as_secs_f64() * 1e3);
     if let Some(kib) = peak_rss_kib() {

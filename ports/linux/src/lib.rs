@@ -94,7 +94,12 @@ unsafe impl Futex for Linux {
     fn wake_one(word: &AtomicU32) {
         // SAFETY: FUTEX_WAKE only reads the address to find waiters.
         unsafe {
-            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            );
         }
     }
 
@@ -133,7 +138,10 @@ unsafe impl Platform for Linux {
     }
 
     fn now_ns() -> u64 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -158,7 +166,9 @@ unsafe impl Platform for Linux {
             .name(name)
             .stack_size(WORKER_THREAD_STACK)
             .spawn(f)
-            .map_err(|e| ThreadError { message: e.to_string() })
+            .map_err(|e| ThreadError {
+                message: e.to_string(),
+            })
     }
 
     fn join_thread(thread: Self::Thread) {
@@ -195,16 +205,28 @@ unsafe impl Platform for Linux {
         };
         if base == libc::MAP_FAILED {
             let e = errno();
-            return Err(if e == libc::ENOMEM { StackError::OutOfMaps { errno: e } } else { StackError::Os { errno: e } });
+            return Err(if e == libc::ENOMEM {
+                StackError::OutOfMaps { errno: e }
+            } else {
+                StackError::Os { errno: e }
+            });
         }
         // SAFETY: `[base, base + page)` lies inside the mapping just made.
         if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
             let e = errno();
             // SAFETY: unmapping exactly the mapping made above.
             unsafe { libc::munmap(base, len) };
-            return Err(if e == libc::ENOMEM { StackError::OutOfMaps { errno: e } } else { StackError::Os { errno: e } });
+            return Err(if e == libc::ENOMEM {
+                StackError::OutOfMaps { errno: e }
+            } else {
+                StackError::Os { errno: e }
+            });
         }
-        Ok(RawStack { base: base.cast(), len, guard: page })
+        Ok(RawStack {
+            base: base.cast(),
+            len,
+            guard: page,
+        })
     }
 
     unsafe fn stack_free(stack: RawStack) {

@@ -108,10 +108,7 @@ fn two_contexts_ping_pong_a_value() {
     let a_now = unsafe { Aarch64::switch(sp_a) };
     assert!(!s.bad, "a context saw the value out of turn");
     assert_eq!(s.value, 2 * ROUNDS);
-    assert!(
-        stack_a.holds(a_now),
-        "the sp A handed back lies on A's stack"
-    );
+    assert!(stack_a.holds(a_now), "the sp A handed back lies on A's stack");
 }
 
 /// The test thread and one context trade a counter, resuming the context by
@@ -176,13 +173,7 @@ unsafe extern "C" fn probe_entry(from: *mut u8, arg: *mut u8) -> ! {
     )
 }
 
-unsafe extern "C" fn probe_report(
-    from: *mut u8,
-    arg: *mut u8,
-    sp: usize,
-    fp: usize,
-    lr: usize,
-) -> ! {
+unsafe extern "C" fn probe_report(from: *mut u8, arg: *mut u8, sp: usize, fp: usize, lr: usize) -> ! {
     let s = arg.cast::<Probe>();
     // SAFETY: as in `pair_a`.
     unsafe {
@@ -220,10 +211,7 @@ fn fresh_context_starts_aligned_with_null_fp_and_lr() {
     assert_eq!(s.fp, 0, "fp is null at entry");
     assert_eq!(s.lr, 0, "lr is null at entry");
     assert_eq!(s.arg_seen, arg, "arg reaches the entry");
-    assert!(
-        stack.holds(back),
-        "the context's saved sp lies on its stack"
-    );
+    assert!(stack.holds(back), "the context's saved sp lies on its stack");
 }
 
 #[test]
@@ -245,14 +233,8 @@ fn init_stack_writes_only_its_bytes() {
     // SAFETY: reading back our own initialised buffer.
     let all = unsafe { core::slice::from_raw_parts(base, bytes) };
     let lo = bytes - 256 - Aarch64::INIT_STACK_BYTES;
-    assert!(
-        all[..lo].iter().all(|&b| b == 0xA5),
-        "wrote below the frame"
-    );
-    assert!(
-        all[bytes - 256..].iter().all(|&b| b == 0xA5),
-        "wrote above top"
-    );
+    assert!(all[..lo].iter().all(|&b| b == 0xA5), "wrote below the frame");
+    assert!(all[bytes - 256..].iter().all(|&b| b == 0xA5), "wrote above top");
 }
 
 // ---------------------------------------------------------------------------
@@ -385,10 +367,7 @@ fn callee_saved_registers_survive_a_switch() {
         }
         assert_eq!(
             [x19, x20, x21, x22, x23, x24, x25, x26, x27, x28, x29],
-            [
-                0x1119, 0x1120, 0x1121, 0x1122, 0x1123, 0x1124, 0x1125, 0x1126, 0x1127, 0x1128,
-                0x1129
-            ],
+            [0x1119, 0x1120, 0x1121, 0x1122, 0x1123, 0x1124, 0x1125, 0x1126, 0x1127, 0x1128, 0x1129],
             "x19–x29 restored"
         );
         assert_eq!(

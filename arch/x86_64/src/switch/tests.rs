@@ -38,12 +38,13 @@ unsafe extern "C" fn pingpong_entry(from: *mut u8, arg: *mut u8) -> ! {
 #[test]
 fn ping_pong_hands_values_across() {
     let mut stack = TestStack::new();
-    let mut state = PingPong { main_sp: core::ptr::null_mut(), counter: 0 };
+    let mut state = PingPong {
+        main_sp: core::ptr::null_mut(),
+        counter: 0,
+    };
     // SAFETY: the stack is 16-aligned (u128 elements), 64 KiB, and outlives
     // every switch into it; the entry never returns.
-    let mut sp = unsafe {
-        X86_64::init_stack(stack.top(), pingpong_entry, (&raw mut state).cast())
-    };
+    let mut sp = unsafe { X86_64::init_stack(stack.top(), pingpong_entry, (&raw mut state).cast()) };
     for i in 1..=10_000u64 {
         // SAFETY: `sp` is the context's latest saved sp.
         sp = unsafe { X86_64::switch(sp) };
@@ -80,7 +81,9 @@ unsafe extern "C" fn clobber_entry(from: *mut u8, arg: *mut u8) -> ! {
 #[test]
 fn callee_saved_state_survives_a_switch() {
     let mut stack = TestStack::new();
-    let mut state = Clobber { main_sp: core::ptr::null_mut() };
+    let mut state = Clobber {
+        main_sp: core::ptr::null_mut(),
+    };
     // SAFETY: as in `ping_pong_hands_values_across`.
     let sp = unsafe { X86_64::init_stack(stack.top(), clobber_entry, (&raw mut state).cast()) };
     let mut mxcsr_before = 0u32;
@@ -109,8 +112,15 @@ fn callee_saved_state_survives_a_switch() {
     }
     // SAFETY: as above.
     unsafe { asm!("stmxcsr [{0}]", in(reg) &mut mxcsr_after) };
-    assert_eq!((rbx, r12, r13, r14, r15), (0x1111, 0x2222, 0x3333, 0x4444, 0x5555));
-    assert_eq!(mxcsr_before & 0xFFC0, mxcsr_after & 0xFFC0, "MXCSR control bits restored");
+    assert_eq!(
+        (rbx, r12, r13, r14, r15),
+        (0x1111, 0x2222, 0x3333, 0x4444, 0x5555)
+    );
+    assert_eq!(
+        mxcsr_before & 0xFFC0,
+        mxcsr_after & 0xFFC0,
+        "MXCSR control bits restored"
+    );
 }
 
 #[test]
