@@ -27,6 +27,8 @@
 //!   address in a register across a context switch (llvm#98479) when an
 //!   actor migrates between workers.
 #![cfg(target_os = "linux")]
+// README's examples run as doctests here, so README stays true.
+#![doc = include_str!("../../../README.md")]
 
 use core::ptr;
 use std::cell::Cell;
