@@ -50,9 +50,10 @@
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use crate::platform::RawStack;
+use crate::sched::Schedule;
 use crate::sync::{AtomicU32, Ordering, RawCell};
 
 pub(crate) const RUNNABLE: u32 = 0;
@@ -109,6 +110,10 @@ pub struct Actor {
     pub(crate) stack: RawCell<Option<RawStack>>,
     /// Frees `stack` if the actor is dropped without exiting (shutdown).
     pub(crate) stack_free: unsafe fn(RawStack),
+    /// The runtime that schedules this actor when a wake makes it runnable.
+    /// Valid for the actor's whole life: a runtime outlives its actors (one
+    /// that shuts down with actors left keeps its shared state alive).
+    pub(crate) rt: NonNull<dyn Schedule>,
 }
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
@@ -119,7 +124,13 @@ unsafe impl Send for Actor {}
 unsafe impl Sync for Actor {}
 
 impl Actor {
-    pub(crate) fn new(id: u64, entry: Entry, stack: RawStack, stack_free: unsafe fn(RawStack)) -> Self {
+    pub(crate) fn new(
+        id: u64,
+        entry: Entry,
+        stack: RawStack,
+        stack_free: unsafe fn(RawStack),
+        rt: NonNull<dyn Schedule>,
+    ) -> Self {
         Actor {
             id,
             state: AtomicU32::new(RUNNABLE),
@@ -130,6 +141,7 @@ impl Actor {
             entry: RawCell::new(Some(entry)),
             stack: RawCell::new(Some(stack)),
             stack_free,
+            rt,
         }
     }
 

@@ -21,28 +21,33 @@ pub mod counters;
 pub mod error;
 pub mod idle;
 pub mod lock;
+pub mod mpsc;
 pub mod platform;
 pub mod queue;
 pub mod ring;
+pub mod slab;
 pub mod sync;
 
 mod actor;
 mod join;
+mod mailbox;
 mod runtime;
 mod sched;
 mod stack;
+mod wait;
 
 pub use actor::Cancelled;
 pub use arch::{Arch, EntryFn};
 pub use counters::CounterSnapshot;
 pub use error::{BuildError, SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use join::{JoinError, JoinHandle};
+pub use mailbox::{Addr, Mailbox, SendError};
 pub use platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
 pub use queue::{MutexQueue, RingQueue, RunQueue};
 pub use runtime::{
     Builder, CountersReport, Runtime, ShutdownReport, DEFAULT_QUEUE_CAPACITY, DEFAULT_STACK_SIZE,
 };
-pub use sched::{current_id, current_worker, try_spawn, yield_now};
+pub use sched::{current_id, current_worker, try_spawn, try_spawn_actor, yield_now};
 
 /// Spawns an actor from inside an actor; the child runs at once
 /// (work-first) and the caller resumes when a worker picks it up again.
@@ -59,6 +64,26 @@ where
 {
     match try_spawn::<P, F, T>(f) {
         Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Spawns an actor with a mailbox from inside an actor (work-first): `f`
+/// receives the mailbox; the caller gets its address and a join handle.
+///
+/// # Panics
+///
+/// As [`spawn`]; [`try_spawn_actor`] returns the errors instead.
+#[allow(clippy::type_complexity)]
+pub fn spawn_actor<P, M, F, T>(f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn_actor::<P, M, F, T>(f) {
+        Ok(r) => r,
         Err(e) => panic!("{e}"),
     }
 }
@@ -83,10 +108,14 @@ macro_rules! port_api {
         pub type RingQueue = $crate::RingQueue<$platform>;
         /// The mutex run queue (baseline variant).
         pub type MutexQueue = $crate::MutexQueue<$platform>;
+        /// An actor's mailbox (the receiving end).
+        pub type Mailbox<M> = $crate::Mailbox<M, $platform>;
+        /// The address of an actor's mailbox (clone it, send to it).
+        pub type Addr<M> = $crate::Addr<M, $platform>;
 
         pub use $crate::{
-            BuildError, CounterSnapshot, CountersReport, JoinError, ShutdownReport, SpawnError, StackError,
-            DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE,
+            BuildError, CounterSnapshot, CountersReport, JoinError, SendError, ShutdownReport, SpawnError,
+            StackError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE,
         };
 
         /// Spawns an actor from inside an actor (work-first: the child runs
@@ -107,6 +136,28 @@ macro_rules! port_api {
             T: Send + 'static,
         {
             $crate::try_spawn::<$platform, F, T>(f)
+        }
+
+        /// Spawns an actor with a mailbox from inside an actor (work-first):
+        /// `f` gets the mailbox, the caller its address and a join handle.
+        /// Panics outside an actor; see [`try_spawn_actor`].
+        pub fn spawn_actor<M, F, T>(f: F) -> (Addr<M>, JoinHandle<T>)
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_actor::<$platform, M, F, T>(f)
+        }
+
+        /// [`spawn_actor`], returning errors instead of panicking.
+        pub fn try_spawn_actor<M, F, T>(f: F) -> Result<(Addr<M>, JoinHandle<T>), SpawnError>
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_actor::<$platform, M, F, T>(f)
         }
 
         /// Lets other actors run (the caller requeues at the back); on a

@@ -24,14 +24,15 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use crate::counters::CounterSnapshot;
 use crate::error::{BuildError, SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
 use crate::join::JoinHandle;
+use crate::mailbox::{self, Addr, Mailbox};
 use crate::platform::Platform;
 use crate::queue::{RingQueue, RunQueue};
-use crate::sched::{run_worker, RtCore, Shared, WorkerCtx};
+use crate::sched::{run_worker, RtCore, Schedule, Shared, WorkerCtx};
 use crate::sync::Ordering;
 
 /// Default usable stack per actor (untouched pages cost no memory).
@@ -124,6 +125,9 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
             core: RtCore::new(workers, stack_size),
             queue: Q::with_capacity(self.queue_capacity),
         });
+        let sched: NonNull<dyn Schedule> = NonNull::from(&*shared as &dyn Schedule);
+        // SAFETY: nothing else sees `shared` yet (no worker, no actor).
+        unsafe { *shared.core.sched.0.get() = Some(sched) };
         let mut rt = Runtime {
             shared,
             threads: Vec::with_capacity(workers),
@@ -213,11 +217,51 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.spawn_with_id(|_| f)
+    }
+
+    /// Spawns an actor with a mailbox from any thread: `f` receives the
+    /// mailbox; the caller gets its address and a join handle.
+    #[allow(clippy::type_complexity)]
+    pub fn try_spawn_actor<M, F, T>(&self, f: F) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let mut addr = None;
+        let h = self.spawn_with_id(|id| {
+            let (mb, a) = mailbox::pair::<M, P>(id);
+            addr = Some(a);
+            move || f(mb)
+        })?;
+        Ok((addr.expect("the body builder ran"), h))
+    }
+
+    /// [`try_spawn_actor`](Self::try_spawn_actor), panicking with the
+    /// error's message if no stack can be mapped.
+    pub fn spawn_actor<M, F, T>(&self, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn_actor(f) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn spawn_with_id<F, T>(&self, build: impl FnOnce(u64) -> F) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let core = &self.shared.core;
         let stack = core.pool.get_one()?;
         // Relaxed: ids only need uniqueness.
         let id = core.next_id.fetch_add(1, Ordering::Relaxed);
-        let (actor, handle) = core.new_actor::<F, T>(id, stack, f);
+        let (actor, handle) = core.new_actor::<F, T>(id, stack, build(id));
         core.outside.shared_spawned(1);
         core.outside.shared_enqueued(1);
         self.shared.queue.push(actor);
@@ -295,6 +339,11 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             P::join_thread(t);
         }
         let abandoned = core.live.load(Ordering::SeqCst);
+        if abandoned > 0 {
+            // Actors left parked still point at this runtime (a late wake
+            // schedules through it): keep its shared state alive for good.
+            core::mem::forget(self.shared.clone());
+        }
         // Leftovers (pushed by outside threads after the workers stopped):
         // dropping them unmaps their stacks.
         while self.shared.queue.pop().is_some() {}

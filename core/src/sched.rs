@@ -31,7 +31,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::mem;
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use crate::actor::{
     Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, NOTIFIED, PARKED,
@@ -42,13 +42,73 @@ use crate::counters::Counters;
 use crate::error::SpawnError;
 use crate::idle::Idle;
 use crate::join::{make_entry, JoinHandle};
+use crate::mailbox::{self, Addr, Mailbox};
+use crate::mpsc::Node;
 use crate::platform::{Platform, RawStack};
 use crate::queue::RunQueue;
+use crate::slab::NodeCache;
 use crate::stack::StackPool;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, RawCell};
 
 /// Ids a worker reserves at a time from the runtime's counter.
 const ID_BLOCK: u64 = 1024;
+
+/// Consecutive runs from the run-next slot before the worker serves the run
+/// queue first: a ping-pong pair handing each other the slot would otherwise
+/// starve everything queued (tokio settled on 3 for the same reason).
+pub(crate) const RUN_NEXT_CAP: u32 = 3;
+
+/// Spins a thief waits before taking another worker's run-next slot, so an
+/// actor just woken by a running actor stays on its waker's worker (and
+/// cache) when that worker is about to run it anyway (Go waits ~3 µs).
+const STEAL_GRACE_SPINS: u32 = 2000;
+
+/// Makes a runnable actor run: the type-erased face of a runtime, reached
+/// from an actor's `rt` pointer by wakers that do not know the run-queue
+/// type (a mailbox send, a channel, a join).
+pub(crate) trait Schedule: Send + Sync {
+    /// Schedules `a` (state `RUNNABLE`): into the caller's run-next slot when
+    /// the caller is one of this runtime's workers (the wake-slot handoff),
+    /// else onto the run queue, waking an idle worker if needed.
+    fn schedule(&self, a: Arc<Actor>);
+}
+
+/// Schedules `a` on its own runtime.
+pub(crate) fn schedule(a: Arc<Actor>) {
+    let rt = a.rt;
+    // SAFETY: an actor's runtime outlives it (see `Actor::rt`).
+    unsafe { rt.as_ref().schedule(a) }
+}
+
+/// A message node for a `T`: from the calling worker's cache, or the global
+/// allocator on a plain thread.
+#[inline]
+pub(crate) fn node_alloc<T, P: Platform>() -> NonNull<Node<T>> {
+    let c = ctx::<P>();
+    if c.is_null() {
+        return Node::<T>::alloc_global();
+    }
+    // SAFETY: a non-null context is this thread's live worker context; no
+    // other reference to its cache is live (we hold none across switches).
+    unsafe { (*c).nodes.alloc(Node::<T>::layout()).cast() }
+}
+
+/// Returns a spent node to the calling worker's cache (or the global
+/// allocator on a plain thread).
+#[inline]
+pub(crate) fn node_free<T, P: Platform>(node: NonNull<Node<T>>) {
+    let c = ctx::<P>();
+    // SAFETY: nodes come from `node_alloc` (some worker's cache or the
+    // global allocator, interchangeable by `NodeCache`'s contract) and the
+    // caller owns `node`; the context is as in `node_alloc`.
+    unsafe {
+        if c.is_null() {
+            Node::<T>::free_global(node);
+        } else {
+            (*c).nodes.free(node.cast(), Node::<T>::layout());
+        }
+    }
+}
 
 /// The shared part of one worker.
 #[repr(align(128))]
@@ -69,7 +129,20 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) finished: AtomicBool,
     pub(crate) live: AtomicUsize,
     pub(crate) next_id: AtomicU64,
+    /// This runtime as a [`Schedule`]: set once by the builder, before any
+    /// actor or worker exists.
+    pub(crate) sched: SchedSlot,
 }
+
+/// Where a runtime keeps its own type-erased [`Schedule`] pointer.
+pub(crate) struct SchedSlot(pub(crate) RawCell<Option<NonNull<dyn Schedule>>>);
+
+// SAFETY: written once by the builder before the runtime is shared (thread
+// spawn orders it before every worker's reads), read-only afterwards; the
+// pointee is `Send + Sync` (`Schedule`'s supertraits).
+unsafe impl Send for SchedSlot {}
+// SAFETY: as above.
+unsafe impl Sync for SchedSlot {}
 
 /// A whole runtime's shared state.
 pub(crate) struct Shared<P: Platform, Q: RunQueue<P>> {
@@ -86,6 +159,9 @@ pub(crate) struct WorkerCtx<P: Platform> {
     pub(crate) index: usize,
     pub(crate) current: *const Actor,
     pub(crate) stacks: Vec<RawStack>,
+    pub(crate) nodes: NodeCache,
+    /// Consecutive actors run from the run-next slot (see [`RUN_NEXT_CAP`]).
+    streak: u32,
     id_next: u64,
     id_end: u64,
 }
@@ -106,6 +182,7 @@ impl<P: Platform> RtCore<P> {
             finished: AtomicBool::new(false),
             live: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
+            sched: SchedSlot(RawCell::new(None)),
         }
     }
 
@@ -117,7 +194,9 @@ impl<P: Platform> RtCore<P> {
     {
         let (entry, handle) = make_entry::<P, F, T>(id, f);
         let top = stack.top();
-        let actor = Arc::new(Actor::new(id, entry, stack, P::stack_free));
+        // SAFETY: written once by the builder before the runtime is shared.
+        let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
+        let actor = Arc::new(Actor::new(id, entry, stack, P::stack_free, rt));
         // SAFETY: `top` is the page-aligned end of a fresh mapping of at
         // least the runtime's minimum stack size; `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its
@@ -221,6 +300,17 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    spawn_with_id::<P, F, T>(|_| f)
+}
+
+/// [`try_spawn`] with the body built from the child's id (so it can own
+/// things that name the child, such as its mailbox).
+pub(crate) fn spawn_with_id<P, F, T>(build: impl FnOnce(u64) -> F) -> Result<JoinHandle<T, P>, SpawnError>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
     let c = ctx::<P>();
     let Some(me) = current_actor::<P>() else {
         return Err(SpawnError::NoRuntime);
@@ -229,6 +319,7 @@ where
     // across the switch below (after it we may be on another worker).
     let (child, handle) = unsafe {
         let core = &*(*c).core;
+        let stack = core.pool.get(&mut (*c).stacks)?;
         if (*c).id_next == (*c).id_end {
             // Relaxed: ids only need uniqueness.
             (*c).id_next = core.next_id.fetch_add(ID_BLOCK, Ordering::Relaxed);
@@ -236,13 +327,33 @@ where
         }
         let id = (*c).id_next;
         (*c).id_next += 1;
-        let stack = core.pool.get(&mut (*c).stacks)?;
         core.workers[(*c).index].counters.spawned(1);
-        core.new_actor::<F, T>(id, stack, f)
+        core.new_actor::<F, T>(id, stack, build(id))
     };
     // SAFETY: `me` is the running actor.
     unsafe { suspend::<P>(me, Request::Spawn(child)) };
     Ok(handle)
+}
+
+/// Spawns an actor with a mailbox from inside an actor (work-first, as
+/// [`try_spawn`]): `f` receives the mailbox; the caller gets its address
+/// and a join handle. The mailbox closes when `f` drops it (at the latest
+/// when the actor exits).
+#[allow(clippy::type_complexity)]
+pub fn try_spawn_actor<P, M, F, T>(f: F) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let mut addr = None;
+    let h = spawn_with_id::<P, _, T>(|id| {
+        let (mb, a) = mailbox::pair::<M, P>(id);
+        addr = Some(a);
+        move || f(mb)
+    })?;
+    Ok((addr.expect("the body builder ran"), h))
 }
 
 /// Entry of every actor's stack: runs its body, then exits to the worker.
@@ -266,6 +377,25 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
 // ---------------------------------------------------------------------------
 // Worker side
 // ---------------------------------------------------------------------------
+
+impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
+    fn schedule(&self, a: Arc<Actor>) {
+        let c = ctx::<P>();
+        // SAFETY: a non-null context is this thread's live worker context.
+        if !c.is_null() && ptr::eq(unsafe { (*c).core }, &self.core) {
+            // The wake-slot handoff: the woken actor runs next here.
+            // SAFETY: as above.
+            let w = &self.core.workers[unsafe { (*c).index }];
+            self.put_run_next(w, a);
+        } else {
+            self.queue.push(a);
+            self.core.outside.shared_enqueued(1);
+            if self.core.idle.notify_one() {
+                self.core.outside.shared_wakeups(1);
+            }
+        }
+    }
+}
 
 impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Queues a runnable actor and wakes a sleeping worker if needed.
@@ -303,12 +433,56 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     }
 
     /// Step 1 of a turn, short of sleeping.
-    fn find_work(&self, index: usize) -> Option<Arc<Actor>> {
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the calling worker's context.
+    unsafe fn find_work(&self, ctx: *mut WorkerCtx<P>) -> Option<Arc<Actor>> {
+        // SAFETY: `ctx` is ours (caller contract).
+        let (index, streak) = unsafe { ((*ctx).index, &mut (*ctx).streak) };
         let me = &self.core.workers[index];
+        if *streak < RUN_NEXT_CAP {
+            if let Some(a) = Self::take_slot(&me.run_next) {
+                *streak += 1;
+                me.counters.run_next(1);
+                return Some(a);
+            }
+        }
+        *streak = 0;
+        if let Some(a) = self.pop_queue(me) {
+            return Some(a);
+        }
+        // The cap skipped the slot and the queue was empty: run the slot.
         if let Some(a) = Self::take_slot(&me.run_next) {
             me.counters.run_next(1);
             return Some(a);
         }
+        // Last pass: another worker's run-next slot, after a grace period
+        // in which its owner may take it itself.
+        let n = self.core.workers.len();
+        for k in 1..n {
+            let victim = &self.core.workers[(index + k) % n];
+            // Relaxed: a probe; `take_slot`'s swap carries the edge.
+            let seen = victim.run_next.load(Ordering::Relaxed);
+            if seen.is_null() {
+                continue;
+            }
+            for _ in 0..STEAL_GRACE_SPINS {
+                <P::Arch as Arch>::spin_hint();
+            }
+            if victim.run_next.load(Ordering::Relaxed) != seen {
+                continue;
+            }
+            if let Some(a) = Self::take_slot(&victim.run_next) {
+                me.counters.steals(1);
+                return Some(a);
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
         if let Some(a) = self.queue.pop() {
             me.counters.dequeue_at(self.queue.len() as u64 + 1);
             // Chain wake: more work than this worker takes, and sleepers.
@@ -316,14 +490,6 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 me.counters.wakeups(1);
             }
             return Some(a);
-        }
-        let n = self.core.workers.len();
-        for k in 1..n {
-            let victim = &self.core.workers[(index + k) % n];
-            if let Some(a) = Self::take_slot(&victim.run_next) {
-                me.counters.steals(1);
-                return Some(a);
-            }
         }
         None
     }
@@ -438,6 +604,8 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, ind
         index,
         current: ptr::null(),
         stacks: Vec::new(),
+        nodes: NodeCache::new(),
+        streak: 0,
         id_next: 0,
         id_end: 0,
     };
@@ -447,7 +615,8 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, ind
     loop {
         let a = match next.take() {
             Some(a) => a,
-            None => match shared.find_work(index) {
+            // SAFETY: `ctxp` is this worker's context.
+            None => match unsafe { shared.find_work(ctxp) } {
                 Some(a) => a,
                 None => {
                     if shared.idle(index) {
@@ -464,4 +633,5 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, ind
     // SAFETY: the worker loop has ended; nothing else uses the context.
     let stacks = unsafe { &mut (*ctxp).stacks };
     shared.core.pool.free_local(stacks);
+    // (The node cache frees its blocks when `ctx` drops.)
 }

@@ -1,0 +1,339 @@
+//! Actor mailboxes: a lock-free MPSC queue per actor plus a one-word park
+//! protocol, so a send is one `swap`, one store and one load when the
+//! receiver is busy, and wakes the receiver exactly once when it waits.
+//!
+//! # The receiver-state word
+//!
+//! | value     | meaning                                                     |
+//! |-----------|-------------------------------------------------------------|
+//! | `IDLE`    | the receiver is not waiting; `waiter` is the receiver's     |
+//! | `WAITING` | `waiter` holds the receiver's registration; the first sender to CAS `WAITING → IDLE` owns it and wakes it |
+//! | `CLOSED`  | the mailbox was dropped (its actor exited): sends fail      |
+//!
+//! # Protocol (numbered as in the code)
+//!
+//! Receiver, finding the queue empty:
+//! 1. writes its [`Waiter`] into `waiter`;
+//! 2. CAS `IDLE → WAITING` (SeqCst);
+//! 3. re-checks the queue with a SeqCst load of its tail
+//!    ([`MpscQueue::is_empty_sc`]); if a message is there, CAS
+//!    `WAITING → IDLE` to withdraw — if that fails, a sender took the
+//!    registration and its wake will at worst make a later wait spurious;
+//! 4. waits (parks, or futex-waits on a thread), then loops to step 0: pop.
+//!
+//! Sender:
+//! 1. if `CLOSED`, returns the message in the error;
+//! 2. pushes (a SeqCst swap of the tail);
+//! 3. loads the state (SeqCst); if `WAITING`, CAS `WAITING → IDLE` and, if it
+//!    won, takes the waiter and wakes it.
+//!
+//! Receiver 2–3 and sender 2–3 are a Dekker pair of SeqCst operations:
+//! either the receiver's re-check sees the message or the sender sees
+//! `WAITING`. Only the CAS winner touches `waiter`, so the wake happens once
+//! (the park invariant: the pending park is observed in exactly one place).
+//!
+//! # Allocation
+//!
+//! Message nodes come from the current worker's node cache and go back to
+//! the receiving worker's, so steady-state messaging allocates nothing.
+//! Senders on plain OS threads use the global allocator.
+//!
+//! # Selective receive
+//!
+//! [`Mailbox::recv_matching`] takes the first message matching a predicate
+//! and keeps the others, in arrival order, in a private save queue (as
+//! Erlang's receive does); [`Mailbox::recv`] reads the save queue first. The
+//! plain path pays one emptiness check for this.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::mpsc::{MpscQueue, Pop};
+use crate::platform::Platform;
+use crate::sched;
+use crate::sync::{spin_hint, AtomicU32, Ordering, RawCell};
+use crate::wait::Waiter;
+
+const IDLE: u32 = 0;
+const WAITING: u32 = 1;
+const CLOSED: u32 = 2;
+
+/// The shared half of a mailbox (owned jointly by the receiver and every
+/// [`Addr`]).
+pub(crate) struct Shared<M> {
+    queue: MpscQueue<M>,
+    state: AtomicU32,
+    waiter: RawCell<Option<Waiter>>,
+    id: u64,
+}
+
+// SAFETY: `queue` is an MPSC queue (Send+Sync for M: Send); `waiter` is
+// owned by the receiver while `state` is IDLE and by the single sender whose
+// CAS took it from WAITING, the handoff ordered by that CAS (see the
+// protocol above).
+unsafe impl<M: Send> Send for Shared<M> {}
+// SAFETY: as above.
+unsafe impl<M: Send> Sync for Shared<M> {}
+
+/// The error of a send to an actor that has exited: the message, back.
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub struct SendError<M>(pub M);
+
+impl<M> fmt::Debug for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("send to an actor that has exited (the message is returned in the error)")
+    }
+}
+
+impl<M> core::error::Error for SendError<M> {}
+
+/// An actor's mailbox: the receiving end, owned by the actor.
+///
+/// Dropping it (normally: the actor's exit) closes it: later sends fail
+/// with the message returned; messages still queued are dropped.
+pub struct Mailbox<M, P: Platform> {
+    shared: Arc<Shared<M>>,
+    save: VecDeque<M>,
+    _p: PhantomData<fn() -> P>,
+}
+
+/// The address of an actor's mailbox: clone it, send it anywhere, send to
+/// it from actors and plain threads alike.
+pub struct Addr<M, P: Platform> {
+    shared: Arc<Shared<M>>,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<M, P: Platform> Clone for Addr<M, P> {
+    fn clone(&self) -> Self {
+        Addr {
+            shared: self.shared.clone(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<M, P: Platform> fmt::Debug for Addr<M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Addr").field("actor", &self.shared.id).finish()
+    }
+}
+
+/// A new mailbox and its first address, for the actor with id `id`.
+pub(crate) fn pair<M: Send, P: Platform>(id: u64) -> (Mailbox<M, P>, Addr<M, P>) {
+    // SAFETY: a fresh node from the node allocator (a `Node::layout`
+    // block), exclusively ours; the queue owns it from here.
+    let queue = unsafe { MpscQueue::new(sched::node_alloc::<M, P>()) };
+    let shared = Arc::new(Shared {
+        queue,
+        state: AtomicU32::new(IDLE),
+        waiter: RawCell::new(None),
+        id,
+    });
+    (
+        Mailbox {
+            shared: shared.clone(),
+            save: VecDeque::new(),
+            _p: PhantomData,
+        },
+        Addr {
+            shared,
+            _p: PhantomData,
+        },
+    )
+}
+
+impl<M: Send, P: Platform> Addr<M, P> {
+    /// The receiving actor's id.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Whether the receiving actor has exited (its mailbox is closed).
+    pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with the SeqCst swap in `Mailbox::drop`.
+        self.shared.state.load(Ordering::Acquire) == CLOSED
+    }
+
+    /// Sends `msg`; never blocks. Fails, returning the message, when the
+    /// actor has exited. A receiver that was waiting is woken and, when the
+    /// sender is an actor, runs next on the sender's worker (its run-next
+    /// slot).
+    #[inline]
+    pub fn send(&self, msg: M) -> Result<(), SendError<M>> {
+        let s = &*self.shared;
+        // S1. Relaxed: a fast rejection; a close racing this send is the
+        // receiver's exit, after which queued messages are dropped.
+        if s.state.load(Ordering::Relaxed) == CLOSED {
+            return Err(SendError(msg));
+        }
+        // S2 (SeqCst swap inside).
+        // SAFETY: a fresh node from the node allocator, exclusively ours.
+        unsafe { s.queue.push(sched::node_alloc::<M, P>(), msg) };
+        // S3. SeqCst: the sender's half of the Dekker pair (module doc).
+        if s.state.load(Ordering::SeqCst) == WAITING {
+            s.wake_receiver::<P>();
+        }
+        Ok(())
+    }
+}
+
+impl<M> Shared<M> {
+    #[cold]
+    fn wake_receiver<P: Platform>(&self) {
+        // AcqRel: Acquire makes the receiver's `waiter` write (before its
+        // SeqCst CAS into WAITING) visible; Release is for symmetry with
+        // the receiver's withdraw CAS.
+        if self
+            .state
+            .compare_exchange(WAITING, IDLE, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: our CAS won the registration: `waiter` is ours.
+            if let Some(w) = unsafe { (*self.waiter.get()).take() } {
+                w.wake::<P>();
+            }
+        }
+    }
+}
+
+impl<M: Send, P: Platform> Mailbox<M, P> {
+    /// The address of this mailbox.
+    pub fn addr(&self) -> Addr<M, P> {
+        Addr {
+            shared: self.shared.clone(),
+            _p: PhantomData,
+        }
+    }
+
+    /// The owning actor's id.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    fn pop(&mut self) -> Option<M> {
+        loop {
+            // SAFETY: the Mailbox is the single consumer (`&mut self`).
+            match unsafe { self.shared.queue.pop() } {
+                Pop::Data(m, node) => {
+                    sched::node_free::<M, P>(node);
+                    return Some(m);
+                }
+                Pop::Empty => return None,
+                // A sender swapped the tail but has not linked yet: it is
+                // between two instructions, so spin briefly.
+                Pop::Inconsistent => spin_hint(),
+            }
+        }
+    }
+
+    /// The next message, if one is waiting.
+    #[inline]
+    pub fn try_recv(&mut self) -> Option<M> {
+        if let Some(m) = self.save.pop_front() {
+            return Some(m);
+        }
+        self.pop()
+    }
+
+    /// The next message, waiting for one if the mailbox is empty (an actor
+    /// parks; a plain thread blocks on the platform's wait).
+    pub fn recv(&mut self) -> M {
+        loop {
+            if let Some(m) = self.try_recv() {
+                return m;
+            }
+            self.wait();
+        }
+    }
+
+    /// The first message matching `pred` (saved messages first, then new
+    /// arrivals), if any is here now; the others keep their order.
+    pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Option<M> {
+        if let Some(i) = self.save.iter().position(&mut pred) {
+            return self.save.remove(i);
+        }
+        while let Some(m) = self.pop() {
+            if pred(&m) {
+                return Some(m);
+            }
+            self.save.push_back(m);
+        }
+        None
+    }
+
+    /// Selective receive: waits for the first message matching `pred`,
+    /// leaving the others in the mailbox in arrival order.
+    pub fn recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> M {
+        loop {
+            if let Some(m) = self.try_recv_matching(&mut pred) {
+                return m;
+            }
+            self.wait();
+        }
+    }
+
+    /// Messages in the save queue (skipped by selective receives).
+    pub fn saved(&self) -> usize {
+        self.save.len()
+    }
+
+    /// Receiver steps 1–4 of the protocol.
+    #[cold]
+    fn wait(&mut self) {
+        let s = &*self.shared;
+        let w = Waiter::current::<P>();
+        let thread = match &w {
+            Waiter::Thread(t) => Some(t.clone()),
+            Waiter::Actor(_) => None,
+        };
+        // R1. SAFETY: state is IDLE (we are the receiver and not waiting),
+        // so `waiter` is ours.
+        unsafe { *s.waiter.get() = Some(w) };
+        // R2. SeqCst: the receiver's half of the Dekker pair.
+        if s.state
+            .compare_exchange(IDLE, WAITING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            // Only the receiver closes; it cannot be closed here.
+            // SAFETY: the CAS failed, so no sender can own `waiter`.
+            drop(unsafe { (*s.waiter.get()).take() });
+            return;
+        }
+        // R3.
+        // SAFETY: single consumer.
+        if !unsafe { s.queue.is_empty_sc() } {
+            // SeqCst: orders the withdraw against the senders' S3 CAS.
+            if s.state
+                .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // SAFETY: our CAS took the registration back.
+                drop(unsafe { (*s.waiter.get()).take() });
+            }
+            return;
+        }
+        // R4.
+        match thread {
+            Some(t) => Waiter::Thread(t).wait::<P>(None),
+            None => sched::park::<P>(),
+        }
+    }
+}
+
+impl<M, P: Platform> Drop for Mailbox<M, P> {
+    fn drop(&mut self) {
+        // SeqCst: senders that load CLOSED after this fail; see `send`.
+        self.shared.state.swap(CLOSED, Ordering::SeqCst);
+        // Queued messages are dropped with the shared half (the queue's
+        // own Drop), when the last Addr goes.
+    }
+}

@@ -1,0 +1,189 @@
+//! Unit tests for the node cache; small enough for Miri, whose leak check
+//! proves that every block goes back to the global allocator.
+
+use core::alloc::Layout;
+use std::vec::Vec;
+
+use super::{NodeCache, CLASSES};
+
+fn layout(size: usize, align: usize) -> Layout {
+    Layout::from_size_align(size, align).unwrap()
+}
+
+#[test]
+fn block_layouts_round_to_classes() {
+    for (size, align, block_size, block_align) in [
+        (0, 1, 16, 16),
+        (1, 1, 16, 16),
+        (8, 8, 16, 16),
+        (16, 16, 16, 16),
+        (17, 1, 32, 16),
+        (24, 8, 32, 16),
+        (100, 4, 112, 16),
+        (512, 16, 512, 16),
+        // Bypass: too big, or over-aligned.
+        (513, 8, 520, 8),
+        (4000, 8, 4000, 8),
+        (0, 64, 64, 64),
+        (8, 64, 64, 64),
+        (100, 64, 128, 64),
+    ] {
+        let b = NodeCache::block_layout(layout(size, align));
+        assert_eq!(
+            (b.size(), b.align()),
+            (block_size, block_align),
+            "({size}, {align})"
+        );
+        assert_eq!(NodeCache::block_layout(b), b, "idempotent for ({size}, {align})");
+    }
+}
+
+#[test]
+fn classes_cover_16_to_512() {
+    assert_eq!(NodeCache::class(layout(1, 1)), Some(0));
+    assert_eq!(NodeCache::class(layout(16, 8)), Some(0));
+    assert_eq!(NodeCache::class(layout(17, 8)), Some(1));
+    assert_eq!(NodeCache::class(layout(512, 8)), Some(CLASSES - 1));
+    assert_eq!(NodeCache::class(layout(513, 8)), None);
+    assert_eq!(NodeCache::class(layout(16, 32)), None);
+}
+
+#[test]
+fn freed_block_is_reused_lifo() {
+    let mut c = NodeCache::new();
+    let l = layout(40, 8);
+    let a = c.alloc(l);
+    let b = c.alloc(l);
+    assert_ne!(a, b);
+    assert_eq!(a.as_ptr() as usize % 16, 0);
+    // SAFETY: blocks from `c.alloc(l)`, each freed once.
+    unsafe {
+        c.free(a, l);
+        c.free(b, l);
+    }
+    assert_eq!(c.cached(), 2);
+    assert_eq!(c.alloc(l), b, "last freed, first reused");
+    // A layout of the same class gets the other block.
+    assert_eq!(c.alloc(layout(33, 1)), a);
+    assert_eq!(c.cached(), 0);
+    // A different class does not.
+    let d = c.alloc(layout(16, 8));
+    assert!(d != a && d != b);
+    // SAFETY: each block back once, with a layout of its class.
+    unsafe {
+        c.free(a, layout(48, 16));
+        c.free(b, l);
+        c.free(d, layout(16, 8));
+    }
+    assert_eq!(c.cached(), 3);
+}
+
+#[test]
+fn blocks_are_writable_over_the_requested_size() {
+    let mut c = NodeCache::new();
+    for size in [1, 15, 16, 31, 200, 512, 600] {
+        let l = layout(size, 8);
+        let p = c.alloc(l);
+        // SAFETY: a block for `l` has at least `size` writable bytes.
+        unsafe {
+            p.as_ptr().write_bytes(0xAB, size);
+            c.free(p, l);
+        }
+    }
+}
+
+#[test]
+fn cap_per_class() {
+    let mut c = NodeCache::new();
+    let l = layout(64, 8);
+    let blocks: Vec<_> = (0..NodeCache::CLASS_CAP + 10).map(|_| c.alloc(l)).collect();
+    for p in blocks {
+        // SAFETY: from `c.alloc(l)`, freed once.
+        unsafe { c.free(p, l) };
+    }
+    assert_eq!(
+        c.cached(),
+        NodeCache::CLASS_CAP,
+        "the surplus went to the allocator"
+    );
+    // Another class has its own cap.
+    let p = c.alloc(layout(8, 8));
+    // SAFETY: as above.
+    unsafe { c.free(p, layout(8, 8)) };
+    assert_eq!(c.cached(), NodeCache::CLASS_CAP + 1);
+    c.clear();
+    assert_eq!(c.cached(), 0);
+}
+
+#[test]
+fn large_and_over_aligned_layouts_bypass_the_cache() {
+    let mut c = NodeCache::new();
+    for l in [layout(4096, 8), layout(32, 64), layout(0, 128)] {
+        let p = c.alloc(l);
+        assert_eq!(p.as_ptr() as usize % l.align(), 0);
+        // SAFETY: from `c.alloc(l)`, freed once.
+        unsafe { c.free(p, l) };
+        assert_eq!(c.cached(), 0, "{l:?}");
+    }
+}
+
+#[test]
+fn interchangeable_with_the_global_allocator() {
+    let l = layout(24, 8);
+    let mut c = NodeCache::new();
+    // Cache block, freed globally (by the block layout).
+    let p = c.alloc(l);
+    // SAFETY: a block for `l`, freed once.
+    unsafe { NodeCache::free_global(p, l) };
+    // Global block, freed into the cache, then reused.
+    let g = NodeCache::alloc_global(l);
+    // SAFETY: a block for `l`, freed once.
+    unsafe { c.free(g, l) };
+    assert_eq!(c.alloc(l), g);
+    // And `dealloc` with the block layout itself works (it is what
+    // `free_global` does, and what `Node::layout` users rely on).
+    // SAFETY: allocated with `block_layout(l)`.
+    unsafe { alloc::alloc::dealloc(g.as_ptr(), NodeCache::block_layout(l)) };
+}
+
+/// A block in flight between threads.
+struct Block(core::ptr::NonNull<u8>);
+
+// SAFETY: a block is plain global-allocator memory owned by whoever holds it.
+unsafe impl Send for Block {}
+
+#[test]
+fn blocks_move_between_caches_and_threads() {
+    let l = layout(48, 8);
+    let mut a = NodeCache::new();
+    let blocks: Vec<Block> = (0..8).map(|_| Block(a.alloc(l))).collect();
+    // Another worker frees them into its cache, then its cache moves on.
+    let b = std::thread::spawn(move || {
+        let mut b = NodeCache::new();
+        for p in blocks {
+            // SAFETY: blocks for `l` from cache `a`, each freed once.
+            unsafe { b.free(p.0, l) };
+        }
+        b
+    })
+    .join()
+    .unwrap();
+    assert_eq!(b.cached(), 8);
+    drop(a);
+    drop(b); // frees all 8 (Miri's leak check)
+}
+
+#[test]
+fn drop_frees_everything() {
+    let mut c = NodeCache::new();
+    let mut blocks = Vec::new();
+    for size in (1..=512).step_by(37) {
+        blocks.push((c.alloc(layout(size, 8)), layout(size, 8)));
+    }
+    for (p, l) in blocks {
+        // SAFETY: from `c.alloc(l)`, freed once.
+        unsafe { c.free(p, l) };
+    }
+    assert!(c.cached() > 0);
+    drop(c);
+}

@@ -1,0 +1,254 @@
+//! Actor mailboxes: send/recv from actors and threads, exits, selective
+//! receive, FIFO per sender, and the wake-slot handoff's fairness.
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use smarm_tests::smarm::{self, Addr, Mailbox, Runtime, SendError};
+use smarm_tests::with_timeout;
+
+#[test]
+fn thread_sends_actor_receives() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u32>| {
+            let mut sum = 0;
+            for _ in 0..3 {
+                sum += mb.recv();
+            }
+            sum
+        });
+        for i in 1..=3 {
+            addr.send(i).unwrap();
+        }
+        assert_eq!(h.join().unwrap(), 6);
+    });
+}
+
+#[test]
+fn send_to_an_exited_actor_returns_the_message() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<String>| mb.recv());
+        addr.send("first".to_string()).unwrap();
+        assert_eq!(h.join().unwrap(), "first");
+        assert!(addr.is_closed());
+        let err = addr.send("late".to_string()).unwrap_err();
+        assert_eq!(err, SendError("late".to_string()));
+        assert!(err.to_string().contains("exited"));
+    });
+}
+
+#[test]
+fn a_panicking_actor_closes_its_mailbox() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u8>| -> () {
+            mb.recv();
+            panic!("receiver died");
+        });
+        addr.send(1).unwrap();
+        assert_eq!(h.join().unwrap_err().panic_message(), Some("receiver died"));
+        assert_eq!(addr.send(2), Err(SendError(2)));
+    });
+}
+
+enum Pp {
+    Peer(Addr<Pp>),
+    Ball(u32),
+}
+
+#[test]
+fn two_actors_ping_pong() {
+    with_timeout(30, || {
+        for workers in [1, 2] {
+            let rt = Runtime::builder().workers(workers).build().unwrap();
+            let total = rt.block_on(|| {
+                // Ball(n) means n more sends; whoever receives Ball(0), or
+                // sends it, is done.
+                fn play(mb: &mut Mailbox<Pp>, peer: &Addr<Pp>) -> u32 {
+                    let mut got = 0;
+                    loop {
+                        match mb.recv() {
+                            Pp::Ball(n) => {
+                                got += 1;
+                                if n == 0 {
+                                    return got;
+                                }
+                                peer.send(Pp::Ball(n - 1)).unwrap();
+                                if n == 1 {
+                                    return got;
+                                }
+                            }
+                            Pp::Peer(_) => panic!("one peer"),
+                        }
+                    }
+                }
+                let (a, ha) = smarm::spawn_actor(|mut mb: Mailbox<Pp>| {
+                    let Pp::Peer(b) = mb.recv() else {
+                        panic!("peer first")
+                    };
+                    b.send(Pp::Ball(1000)).unwrap();
+                    play(&mut mb, &b)
+                });
+                let a2 = a.clone();
+                let (b, hb) = smarm::spawn_actor(move |mut mb: Mailbox<Pp>| play(&mut mb, &a2));
+                a.send(Pp::Peer(b)).unwrap();
+                ha.join().unwrap() + hb.join().unwrap()
+            });
+            assert_eq!(
+                total, 1001,
+                "every ball received exactly once ({workers} workers)"
+            );
+        }
+    });
+}
+
+#[test]
+fn many_senders_fifo_per_sender_nothing_lost() {
+    with_timeout(60, || {
+        const SENDERS: u64 = 8;
+        const EACH: u64 = 5000;
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<(u64, u64)>| {
+            let mut next = vec![0u64; SENDERS as usize];
+            for _ in 0..SENDERS * EACH {
+                let (s, seq) = mb.recv();
+                assert_eq!(seq, next[s as usize], "sender {s}: out of order");
+                next[s as usize] += 1;
+            }
+            assert!(mb.try_recv().is_none(), "a message was duplicated");
+            next
+        });
+        // Half the senders are actors, half plain threads.
+        let actor_senders: Vec<_> = (0..SENDERS / 2)
+            .map(|s| {
+                let addr = addr.clone();
+                rt.spawn(move || {
+                    for seq in 0..EACH {
+                        addr.send((s, seq)).unwrap();
+                        if seq % 64 == 0 {
+                            smarm::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let threads: Vec<_> = (SENDERS / 2..SENDERS)
+            .map(|s| {
+                let addr = addr.clone();
+                std::thread::spawn(move || {
+                    for seq in 0..EACH {
+                        addr.send((s, seq)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for a in actor_senders {
+            a.join().unwrap();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(h.join().unwrap(), vec![EACH; SENDERS as usize]);
+    });
+}
+
+#[test]
+fn a_plain_thread_can_wait_on_a_mailbox() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        // The actor hands its mailbox out; this thread then receives on it,
+        // blocking on the platform's wait while an actor sends.
+        let (addr, h) = rt.spawn_actor(|mb: Mailbox<u32>| mb);
+        let mut mb = h.join().unwrap();
+        let sender = rt.spawn(move || {
+            for i in 0..100 {
+                addr.send(i).unwrap();
+                smarm::yield_now();
+            }
+        });
+        let got: Vec<u32> = (0..100).map(|_| mb.recv()).collect();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+        sender.join().unwrap();
+    });
+}
+
+#[derive(Debug, PartialEq)]
+enum Sel {
+    Low(u32),
+    High(u32),
+}
+
+#[test]
+fn selective_receive_keeps_the_others_in_order() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<Sel>| {
+            // Wait for the High message although Lows arrive first.
+            let first = mb.recv_matching(|m| matches!(m, Sel::High(_)));
+            let saved = mb.saved();
+            let rest: Vec<Sel> = (0..4).map(|_| mb.recv()).collect();
+            (first, saved, rest)
+        });
+        for i in 0..3 {
+            addr.send(Sel::Low(i)).unwrap();
+        }
+        addr.send(Sel::High(9)).unwrap();
+        addr.send(Sel::Low(3)).unwrap();
+        let (first, saved, rest) = h.join().unwrap();
+        assert_eq!(first, Sel::High(9));
+        assert_eq!(saved, 3);
+        assert_eq!(rest, vec![Sel::Low(0), Sel::Low(1), Sel::Low(2), Sel::Low(3)]);
+    });
+}
+
+#[test]
+fn ping_pong_pair_does_not_starve_a_queued_actor() {
+    with_timeout(60, || {
+        // One worker: a pair hands each other the run-next slot on every
+        // message; the cap on consecutive slot runs must let the counter
+        // actor (in the run queue) progress while they play.
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticks = Arc::new(AtomicU64::new(0));
+        let (s, t) = (stop.clone(), ticks.clone());
+        let counter = rt.spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                t.fetch_add(1, Ordering::SeqCst);
+                smarm::yield_now();
+            }
+        });
+        let ticks_during = rt.block_on(move || {
+            let (a, ha) = smarm::spawn_actor(|mut mb: Mailbox<Addr<u32>>| {
+                let b = mb.recv();
+                drop(mb);
+                b
+            });
+            let _ = a;
+            let (pong, hp) = smarm::spawn_actor(|mut mb: Mailbox<(u32, Addr<u32>)>| loop {
+                let (n, back) = mb.recv();
+                if back.send(n).is_err() || n == 0 {
+                    return;
+                }
+            });
+            let (me, hm) = smarm::spawn_actor(move |mut mb: Mailbox<u32>| {
+                let my = mb.addr();
+                let start = ticks.load(Ordering::SeqCst);
+                for n in (0..20_000u32).rev() {
+                    pong.send((n, my.clone())).unwrap();
+                    assert_eq!(mb.recv(), n);
+                }
+                ticks.load(Ordering::SeqCst) - start
+            });
+            drop(ha);
+            hp.join().unwrap();
+            hm.join().unwrap()
+        });
+        stop.store(true, Ordering::SeqCst);
+        counter.join().unwrap();
+        assert!(
+            ticks_during > 1000,
+            "the queued actor ran only {ticks_during} times in 40,000 messages"
+        );
+    });
+}
