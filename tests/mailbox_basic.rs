@@ -219,19 +219,13 @@ fn ping_pong_pair_does_not_starve_a_queued_actor() {
             }
         });
         let ticks_during = rt.block_on(move || {
-            let (a, ha) = smarm::spawn_actor(|mut mb: Mailbox<Addr<u32>>| {
-                let b = mb.recv();
-                drop(mb);
-                b
-            });
-            let _ = a;
             let (pong, hp) = smarm::spawn_actor(|mut mb: Mailbox<(u32, Addr<u32>)>| loop {
                 let (n, back) = mb.recv();
                 if back.send(n).is_err() || n == 0 {
                     return;
                 }
             });
-            let (me, hm) = smarm::spawn_actor(move |mut mb: Mailbox<u32>| {
+            let (_me, hm) = smarm::spawn_actor(move |mut mb: Mailbox<u32>| {
                 let my = mb.addr();
                 let start = ticks.load(Ordering::SeqCst);
                 for n in (0..20_000u32).rev() {
@@ -240,7 +234,6 @@ fn ping_pong_pair_does_not_starve_a_queued_actor() {
                 }
                 ticks.load(Ordering::SeqCst) - start
             });
-            drop(ha);
             hp.join().unwrap();
             hm.join().unwrap()
         });
