@@ -53,7 +53,7 @@ use core::marker::PhantomData;
 use crate::mpsc::{MpscQueue, Pop};
 use crate::platform::Platform;
 use crate::sched;
-use crate::sync::{spin_hint, AtomicU32, Ordering, RawCell};
+use crate::sync::{AtomicU32, Backoff, Ordering, RawCell};
 use crate::wait::Waiter;
 
 const IDLE: u32 = 0;
@@ -220,6 +220,7 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
     }
 
     fn pop(&mut self) -> Option<M> {
+        let mut backoff = Backoff::new();
         loop {
             // SAFETY: the Mailbox is the single consumer (`&mut self`).
             match unsafe { self.shared.queue.pop() } {
@@ -229,8 +230,14 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
                 }
                 Pop::Empty => return None,
                 // A sender swapped the tail but has not linked yet: it is
-                // between two instructions, so spin briefly.
-                Pop::Inconsistent => spin_hint(),
+                // between two instructions, unless it was preempted there:
+                // spin, then give the CPU away (a thread yield: the actor
+                // must not park, no wake would come).
+                Pop::Inconsistent => {
+                    if backoff.snooze() {
+                        P::yield_thread();
+                    }
+                }
             }
         }
     }
@@ -333,7 +340,15 @@ impl<M, P: Platform> Drop for Mailbox<M, P> {
     fn drop(&mut self) {
         // SeqCst: senders that load CLOSED after this fail; see `send`.
         self.shared.state.swap(CLOSED, Ordering::SeqCst);
-        // Queued messages are dropped with the shared half (the queue's
-        // own Drop), when the last Addr goes.
+        // Drop what is queued now and recycle its nodes; a send racing the
+        // close may still land, and is dropped with the shared half (the
+        // queue's own Drop) when the last Addr goes.
+        // SAFETY: the Mailbox is the single consumer.
+        unsafe {
+            self.shared.queue.drain(|m, node| {
+                drop(m);
+                sched::node_free::<M, P>(node);
+            });
+        }
     }
 }
