@@ -17,6 +17,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod arch;
+pub mod channel;
 pub mod counters;
 pub mod error;
 pub mod idle;
@@ -117,6 +118,50 @@ macro_rules! port_api {
             BuildError, CounterSnapshot, CountersReport, JoinError, SendError, ShutdownReport, SpawnError,
             StackError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE,
         };
+
+        /// The sending half of an unbounded channel (clone it; send from
+        /// actors and threads; a send never waits).
+        pub type Sender<T> = $crate::channel::Sender<T, $platform>;
+        /// The receiving half of an unbounded channel.
+        pub type Receiver<T> = $crate::channel::Receiver<T, $platform>;
+        /// The sending half of a bounded channel (a send on a full channel
+        /// waits: an actor parks, a thread blocks).
+        pub type BoundedSender<T> = $crate::channel::BoundedSender<T, $platform>;
+        /// The receiving half of a bounded channel.
+        pub type BoundedReceiver<T> = $crate::channel::BoundedReceiver<T, $platform>;
+        /// The sending half of a oneshot channel.
+        pub type OneshotSender<T> = $crate::channel::OneshotSender<T, $platform>;
+        /// The receiving half of a oneshot channel.
+        pub type OneshotReceiver<T> = $crate::channel::OneshotReceiver<T, $platform>;
+
+        // The channels' send error is `ChannelSendError` here: `SendError`
+        // is the mailbox's.
+        pub use $crate::channel::{
+            CapacityError, RecvError, SendError as ChannelSendError, TryRecvError, TrySendError,
+        };
+
+        /// A new unbounded MPSC channel (semantics: `smarm_core::channel`).
+        pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
+            $crate::channel::channel::<T, $platform>()
+        }
+
+        /// A new MPSC channel holding at most `cap` messages. Panics if
+        /// `cap` is 0; see [`try_bounded`].
+        pub fn bounded<T: Send>(cap: usize) -> (BoundedSender<T>, BoundedReceiver<T>) {
+            $crate::channel::bounded::<T, $platform>(cap)
+        }
+
+        /// [`bounded`], returning [`CapacityError`] for a capacity of 0.
+        pub fn try_bounded<T: Send>(
+            cap: usize,
+        ) -> Result<(BoundedSender<T>, BoundedReceiver<T>), CapacityError> {
+            $crate::channel::try_bounded::<T, $platform>(cap)
+        }
+
+        /// A new oneshot channel (one value, one sender, one receiver).
+        pub fn oneshot<T: Send>() -> (OneshotSender<T>, OneshotReceiver<T>) {
+            $crate::channel::oneshot::<T, $platform>()
+        }
 
         /// Spawns an actor from inside an actor (work-first: the child runs
         /// at once). Panics outside an actor; see [`try_spawn`].

@@ -7,25 +7,35 @@
 //! | value     | meaning                                                     |
 //! |-----------|-------------------------------------------------------------|
 //! | `IDLE`    | the receiver is not waiting; `waiter` is the receiver's     |
-//! | `WAITING` | `waiter` holds the receiver's registration; the first sender to CAS `WAITING → IDLE` owns it and wakes it |
+//! | `WAITING` | `waiter` holds the receiver's registration; the first sender to CAS `WAITING → WAKING` owns it and wakes it |
+//! | `WAKING`  | a sender owns `waiter` and is taking it; the receiver must not touch it (its wake is in flight) |
 //! | `CLOSED`  | the mailbox was dropped (its actor exited): sends fail      |
 //!
 //! # Protocol (numbered as in the code)
 //!
-//! Receiver, finding the queue empty:
-//! 1. writes its [`Waiter`] into `waiter`;
-//! 2. CAS `IDLE → WAITING` (SeqCst);
-//! 3. re-checks the queue with a SeqCst load of its tail
-//!    ([`MpscQueue::is_empty_sc`]); if a message is there, CAS
-//!    `WAITING → IDLE` to withdraw — if that fails, a sender took the
-//!    registration and its wake will at worst make a later wait spurious;
-//! 4. waits (parks, or futex-waits on a thread), then loops to step 0: pop.
+//! Receiver, finding the queue empty, by the state it finds:
+//! - `IDLE`:
+//!   1. writes its [`Waiter`] into `waiter`;
+//!   2. CAS `IDLE → WAITING` (SeqCst);
+//!   3. re-checks the queue with a SeqCst load of its tail
+//!      ([`MpscQueue::is_empty_sc`]); if a message is there, CAS
+//!      `WAITING → IDLE` to withdraw — if that fails, a sender owns the
+//!      registration and its wake is in flight;
+//!   4. waits (parks, or futex-waits on a thread), then loops: pop.
+//! - `WAITING`: its registration from an earlier wait is still in place (an
+//!   actor resumed by a wake meant for an older registration): steps 3–4.
+//! - `WAKING`: a wake is in flight to it: it parks (the wake ends the park,
+//!   or has already left the actor `NOTIFIED`), then loops.
+//!
+//! A thread receiver never leaves `wait` with its registration in place: it
+//! loops on its own futex word until woken or withdrawn.
 //!
 //! Sender:
 //! 1. if `CLOSED`, returns the message in the error;
 //! 2. pushes (a SeqCst swap of the tail);
-//! 3. loads the state (SeqCst); if `WAITING`, CAS `WAITING → IDLE` and, if it
-//!    won, takes the waiter and wakes it.
+//! 3. loads the state (SeqCst); if `WAITING`, CAS `WAITING → WAKING`; the
+//!    winner takes the waiter, CASes `WAKING → IDLE` (unless the receiver
+//!    closed meanwhile) and wakes it.
 //!
 //! Receiver 2–3 and sender 2–3 are a Dekker pair of SeqCst operations:
 //! either the receiver's re-check sees the message or the sender sees
@@ -58,7 +68,8 @@ use crate::wait::Waiter;
 
 const IDLE: u32 = 0;
 const WAITING: u32 = 1;
-const CLOSED: u32 = 2;
+const WAKING: u32 = 2;
+const CLOSED: u32 = 3;
 
 /// The shared half of a mailbox (owned jointly by the receiver and every
 /// [`Addr`]).
@@ -293,45 +304,87 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
         self.save.len()
     }
 
-    /// Receiver steps 1–4 of the protocol.
+    /// The receiver's side of the protocol (module doc).
     #[cold]
     fn wait(&mut self) {
         let s = &*self.shared;
+        match s.state.load(Ordering::SeqCst) {
+            IDLE => {}
+            // Still registered (a stale wake resumed us): steps 3-4.
+            WAITING => {
+                // SAFETY: single consumer.
+                if unsafe { s.queue.is_empty_sc() } {
+                    sched::park::<P>();
+                } else {
+                    // Withdraw; a failure means a wake is in flight (harmless).
+                    let _ = s
+                        .state
+                        .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst);
+                }
+                return;
+            }
+            // A wake is in flight to us: let it land.
+            WAKING => {
+                if sched::current_actor::<P>().is_some() {
+                    sched::park::<P>();
+                } else {
+                    P::yield_thread();
+                }
+                return;
+            }
+            _ => return, // CLOSED: only the receiver closes; not reachable
+        }
         let w = Waiter::current::<P>();
         let thread = match &w {
             Waiter::Thread(t) => Some(t.clone()),
             Waiter::Actor(_) => None,
         };
-        // R1. SAFETY: state is IDLE (we are the receiver and not waiting),
-        // so `waiter` is ours.
+        // R1. SAFETY: state is IDLE and only we move it out of IDLE, so no
+        // sender owns `waiter`.
         unsafe { *s.waiter.get() = Some(w) };
         // R2. SeqCst: the receiver's half of the Dekker pair.
         if s.state
             .compare_exchange(IDLE, WAITING, Ordering::SeqCst, Ordering::SeqCst)
             .is_err()
         {
-            // Only the receiver closes; it cannot be closed here.
             // SAFETY: the CAS failed, so no sender can own `waiter`.
             drop(unsafe { (*s.waiter.get()).take() });
             return;
         }
         // R3.
         // SAFETY: single consumer.
-        if !unsafe { s.queue.is_empty_sc() } {
-            // SeqCst: orders the withdraw against the senders' S3 CAS.
-            if s.state
+        if !unsafe { s.queue.is_empty_sc() }
+            && s.state
                 .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
-            {
-                // SAFETY: our CAS took the registration back.
-                drop(unsafe { (*s.waiter.get()).take() });
-            }
+        {
+            // SAFETY: our CAS took the registration back.
+            drop(unsafe { (*s.waiter.get()).take() });
             return;
         }
-        // R4.
+        // R4 (also reached when the withdraw lost to a sender: its wake is
+        // in flight, so the wait ends promptly).
         match thread {
-            Some(t) => Waiter::Thread(t).wait::<P>(None),
             None => sched::park::<P>(),
+            Some(t) => loop {
+                // A thread leaves only once its registration is gone: woken
+                // (the sender took it) or withdrawn.
+                let w = Waiter::Thread(t.clone());
+                if w.is_woken() {
+                    return;
+                }
+                // SAFETY: single consumer.
+                if !unsafe { s.queue.is_empty_sc() }
+                    && s.state
+                        .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                {
+                    // SAFETY: our CAS took the registration back.
+                    drop(unsafe { (*s.waiter.get()).take() });
+                    return;
+                }
+                w.wait::<P>(None);
+            },
         }
     }
 }

@@ -388,8 +388,8 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
             let w = &self.core.workers[unsafe { (*c).index }];
             self.put_run_next(w, a);
         } else {
-            self.queue.push(a);
             self.core.outside.shared_enqueued(1);
+            self.queue.push(a);
             if self.core.idle.notify_one() {
                 self.core.outside.shared_wakeups(1);
             }
@@ -401,8 +401,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Queues a runnable actor and wakes a sleeping worker if needed.
     #[inline]
     pub(crate) fn push(&self, a: Arc<Actor>, counters: &Counters) {
-        self.queue.push(a);
+        // Counted before the push: once pushed, another worker may pop and
+        // finish the actor before we would count it, and a snapshot taken
+        // after its join would see dequeued > enqueued.
         counters.enqueued(1);
+        self.queue.push(a);
         if self.core.idle.notify_one() {
             counters.wakeups(1);
         }

@@ -1,0 +1,92 @@
+//! ping_pong_steady: one pair exchanging messages back and forth (ns per
+//! round trip = two messages), on 1 and 2 workers; smarm mailboxes vs tokio
+//! unbounded mpsc in the same binary.
+//!
+//! `cargo bench -p smarm-benches --bench ping_pong_steady`
+use std::time::{Duration, Instant};
+
+#[path = "tokio_side.rs"]
+mod tokio_side;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use smarm_benches::{port_name, smarm, smarm_rt, Ball};
+use tokio_side::tokio_rt;
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group(format!("ping_pong_steady/{}", port_name()));
+    for workers in [1usize, 2] {
+        let rt = smarm_rt(workers);
+        g.bench_function(format!("smarm/{workers}w"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(move || {
+                    // The echo actor returns every ball; we time `iters` round trips.
+                    let (echo, he) = smarm::spawn_actor(|mut mb: smarm::Mailbox<Ball>| {
+                        let Ball::Peer(back) = mb.recv() else {
+                            unreachable!()
+                        };
+                        loop {
+                            match mb.recv() {
+                                Ball::Left(0) => return,
+                                Ball::Left(n) => back.send(Ball::Left(n)).expect("alive"),
+                                Ball::Peer(_) => unreachable!(),
+                            }
+                        }
+                    });
+                    let (me, hm) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<Ball>| {
+                        echo.send(Ball::Peer(mb.addr())).expect("alive");
+                        let t = Instant::now();
+                        for _ in 0..iters {
+                            echo.send(Ball::Left(1)).expect("alive");
+                            let _ = mb.recv();
+                        }
+                        let d = t.elapsed();
+                        echo.send(Ball::Left(0)).expect("alive");
+                        d
+                    });
+                    drop(me);
+                    he.join().unwrap();
+                    hm.join().unwrap()
+                })
+            })
+        });
+        let tk = tokio_rt(workers);
+        g.bench_function(format!("tokio/{workers}w"), |b| {
+            b.iter_custom(|iters| {
+                tk.block_on(async move {
+                    use tokio::sync::mpsc::unbounded_channel;
+                    let (to_echo, mut echo_rx) = unbounded_channel::<u64>();
+                    let (to_me, mut me_rx) = unbounded_channel::<u64>();
+                    let echo = tokio::spawn(async move {
+                        while let Some(n) = echo_rx.recv().await {
+                            if n == 0 {
+                                return;
+                            }
+                            to_me.send(n).expect("alive");
+                        }
+                    });
+                    let me = tokio::spawn(async move {
+                        let t = Instant::now();
+                        for _ in 0..iters {
+                            to_echo.send(1).expect("alive");
+                            let _ = me_rx.recv().await;
+                        }
+                        let d = t.elapsed();
+                        to_echo.send(0).expect("alive");
+                        d
+                    });
+                    let d = me.await.unwrap();
+                    echo.await.unwrap();
+                    d
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,50 @@
+//! The tokio side of the benches (tokio is a dev-dependency only, so this
+//! file is included by each bench binary: `#[path = "tokio_side.rs"] mod tokio_side;`).
+#![allow(dead_code)]
+
+/// A tokio runtime comparable to a smarm runtime with `workers` workers:
+/// current_thread for 1, multi_thread(workers) otherwise.
+pub fn tokio_rt(workers: usize) -> tokio::runtime::Runtime {
+    if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("tokio runtime")
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .build()
+            .expect("tokio runtime")
+    }
+}
+
+/// The same workload on tokio tasks with unbounded mpsc channels.
+pub async fn tokio_pairs(pairs: u64, msgs_each: u64) -> u64 {
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+    async fn play(mut rx: UnboundedReceiver<u64>, tx: UnboundedSender<u64>) -> u64 {
+        let mut seen = 0;
+        while let Some(n) = rx.recv().await {
+            seen += 1;
+            if n == 0 {
+                return seen;
+            }
+            tx.send(n - 1).expect("partner alive");
+            if n == 1 {
+                return seen;
+            }
+        }
+        seen
+    }
+    let mut hs = Vec::with_capacity(2 * pairs as usize);
+    for _ in 0..pairs {
+        let (atx, arx) = unbounded_channel();
+        let (btx, brx) = unbounded_channel();
+        btx.send(msgs_each - 1).expect("fresh channel");
+        hs.push(tokio::spawn(play(arx, btx)));
+        hs.push(tokio::spawn(play(brx, atx)));
+    }
+    let mut sum = 0;
+    for h in hs {
+        sum += h.await.expect("player");
+    }
+    sum
+}
