@@ -31,7 +31,8 @@ pub mod sync;
 
 mod actor;
 mod join;
-mod mailbox;
+#[doc(hidden)]
+pub mod mailbox;
 mod runtime;
 mod sched;
 mod stack;

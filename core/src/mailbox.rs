@@ -63,7 +63,7 @@ use core::marker::PhantomData;
 use crate::mpsc::{MpscQueue, Pop};
 use crate::platform::Platform;
 use crate::sched;
-use crate::sync::{AtomicU32, Backoff, Ordering, RawCell};
+use crate::sync::{AtomicU32, Backoff, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 
 const IDLE: u32 = 0;
@@ -76,7 +76,7 @@ const CLOSED: u32 = 3;
 pub(crate) struct Shared<M> {
     queue: MpscQueue<M>,
     state: AtomicU32,
-    waiter: RawCell<Option<Waiter>>,
+    waiter: UnsafeCell<Option<Waiter>>,
     id: u64,
 }
 
@@ -138,6 +138,13 @@ impl<M, P: Platform> fmt::Debug for Addr<M, P> {
     }
 }
 
+/// A mailbox not bound to any actor (id 0), for models and tests that drive
+/// the protocol from plain threads.
+#[doc(hidden)]
+pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
+    pair::<M, P>(0)
+}
+
 /// A new mailbox and its first address, for the actor with id `id`.
 pub(crate) fn pair<M: Send, P: Platform>(id: u64) -> (Mailbox<M, P>, Addr<M, P>) {
     // SAFETY: a fresh node from the node allocator (a `Node::layout`
@@ -146,7 +153,7 @@ pub(crate) fn pair<M: Send, P: Platform>(id: u64) -> (Mailbox<M, P>, Addr<M, P>)
     let shared = Arc::new(Shared {
         queue,
         state: AtomicU32::new(IDLE),
-        waiter: RawCell::new(None),
+        waiter: UnsafeCell::new(None),
         id,
     });
     (
@@ -200,16 +207,25 @@ impl<M: Send, P: Platform> Addr<M, P> {
 impl<M> Shared<M> {
     #[cold]
     fn wake_receiver<P: Platform>(&self) {
-        // AcqRel: Acquire makes the receiver's `waiter` write (before its
-        // SeqCst CAS into WAITING) visible; Release is for symmetry with
-        // the receiver's withdraw CAS.
+        // SeqCst (free for an RMW on x86 and AArch64): its Acquire makes
+        // the receiver's `waiter` write (before its CAS into WAITING)
+        // visible, and every write to the state word stays in the SeqCst
+        // order the Dekker argument uses.
         if self
             .state
-            .compare_exchange(WAITING, IDLE, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(WAITING, WAKING, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
-            // SAFETY: our CAS won the registration: `waiter` is ours.
-            if let Some(w) = unsafe { (*self.waiter.get()).take() } {
+            // SAFETY: our CAS won the registration: `waiter` is ours until
+            // we leave WAKING (the receiver never writes it in WAKING).
+            let w = self.waiter.with_mut(|p| unsafe { (*p).take() });
+            // SeqCst: its Release hands `waiter` back to the receiver (its
+            // SeqCst state load); SeqCst as above. A failure means CLOSED,
+            // which stays.
+            let _ = self
+                .state
+                .compare_exchange(WAKING, IDLE, Ordering::SeqCst, Ordering::SeqCst);
+            if let Some(w) = w {
                 w.wake::<P>();
             }
         }
@@ -299,6 +315,15 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
         }
     }
 
+    /// Loom models only: makes the latest store to the state word a SeqCst
+    /// one, as it always is in a running system (loom does not count an
+    /// atomic's initial value as a SeqCst store, which breaks SeqCst-based
+    /// Dekker reasoning in a model's first race).
+    #[doc(hidden)]
+    pub fn __warm_up(&self) {
+        self.shared.state.store(IDLE, Ordering::SeqCst);
+    }
+
     /// Messages in the save queue (skipped by selective receives).
     pub fn saved(&self) -> usize {
         self.save.len()
@@ -341,14 +366,14 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
         };
         // R1. SAFETY: state is IDLE and only we move it out of IDLE, so no
         // sender owns `waiter`.
-        unsafe { *s.waiter.get() = Some(w) };
+        s.waiter.with_mut(|p| unsafe { *p = Some(w) });
         // R2. SeqCst: the receiver's half of the Dekker pair.
         if s.state
             .compare_exchange(IDLE, WAITING, Ordering::SeqCst, Ordering::SeqCst)
             .is_err()
         {
             // SAFETY: the CAS failed, so no sender can own `waiter`.
-            drop(unsafe { (*s.waiter.get()).take() });
+            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
             return;
         }
         // R3.
@@ -359,7 +384,7 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
                 .is_ok()
         {
             // SAFETY: our CAS took the registration back.
-            drop(unsafe { (*s.waiter.get()).take() });
+            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
             return;
         }
         // R4 (also reached when the withdraw lost to a sender: its wake is
@@ -380,7 +405,7 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
                         .is_ok()
                 {
                     // SAFETY: our CAS took the registration back.
-                    drop(unsafe { (*s.waiter.get()).take() });
+                    drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
                     return;
                 }
                 w.wait::<P>(None);

@@ -1,0 +1,218 @@
+//! Loom models of the mailbox park protocol (`smarm_core::mailbox`), driven
+//! from plain threads (thread waiters: the receiver futex-waits on its own
+//! word), with the real mailbox code over loom's atomics and cells:
+//! - a send racing the receiver's park;
+//! - two senders racing one park;
+//! - a receiver taking several messages, so a withdraw that loses to a
+//!   sender is followed by another wait (the race that needed `WAKING`);
+//! - a send racing the receiver's close.
+//! Each asserts conservation: every message received, returned, or dropped
+//! exactly once. A lost wake shows up as a loom deadlock.
+//!
+//! Run: `RUSTFLAGS="--cfg smarm_loom -C debug-assertions" CARGO_TARGET_DIR=target/loom
+//! LOOM_MAX_PREEMPTIONS=2 cargo test -p smarm-core --release --test loom_mailbox`
+#![cfg(smarm_loom)]
+
+use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use loom::sync::{Arc, Condvar, Mutex};
+use loom::thread;
+
+use smarm_core::arch::{Arch, EntryFn};
+use smarm_core::lock::FutexLock;
+use smarm_core::mailbox::{detached, SendError};
+use smarm_core::platform::{Futex, PanicPayload, Platform, RawStack, StackError, ThreadError};
+
+loom::lazy_static! {
+    static ref KERNEL: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+}
+
+/// A platform with only what the mailbox uses from a plain thread: futex
+/// wait/wake, a thread yield, and "not a worker".
+struct LoomPlat;
+
+/// No context switching under loom.
+struct NoArch;
+
+// SAFETY: never used to switch: the models run no actors.
+unsafe impl Arch for NoArch {
+    const NAME: &'static str = "none";
+    const INIT_STACK_BYTES: usize = 0;
+    unsafe fn switch(_to: *mut u8) -> *mut u8 {
+        unreachable!("no actors under loom")
+    }
+    unsafe fn init_stack(_top: *mut u8, _entry: EntryFn, _arg: *mut u8) -> *mut u8 {
+        unreachable!("no actors under loom")
+    }
+    fn cycles() -> u64 {
+        0
+    }
+    fn cycles_serialising() -> u64 {
+        0
+    }
+    fn cycles_per_second() -> Option<u64> {
+        None
+    }
+    fn spin_hint() {
+        thread::yield_now();
+    }
+}
+
+// SAFETY: check-and-sleep and wake both hold KERNEL's mutex, so a wake
+// cannot slip between a waiter's check and its sleep.
+unsafe impl Futex for LoomPlat {
+    fn wait(word: &AtomicU32, expected: u32, _deadline_ns: Option<u64>) {
+        let g = KERNEL.0.lock().unwrap();
+        if word.load(Ordering::SeqCst) == expected {
+            drop(KERNEL.1.wait(g).unwrap());
+        }
+    }
+    fn wake_one(_word: &AtomicU32) {
+        let _g = KERNEL.0.lock().unwrap();
+        KERNEL.1.notify_all();
+    }
+    fn wake_all(word: &AtomicU32) {
+        Self::wake_one(word)
+    }
+}
+
+// SAFETY: the models call only `yield_thread` and `current_worker` (always
+// null: no workers), plus the futex above; the rest is unreachable.
+unsafe impl Platform for LoomPlat {
+    type Arch = NoArch;
+    type Lock = FutexLock<LoomPlat>;
+    type Thread = ();
+    const NAME: &'static str = "loom";
+    fn yield_thread() {
+        thread::yield_now();
+    }
+    fn now_ns() -> u64 {
+        0
+    }
+    fn cpu_count() -> usize {
+        1
+    }
+    fn page_size() -> usize {
+        4096
+    }
+    fn spawn_thread(_n: String, _f: Box<dyn FnOnce() + Send>) -> Result<(), ThreadError> {
+        unreachable!("no workers under loom")
+    }
+    fn join_thread(_t: ()) {}
+    fn current_worker() -> *mut () {
+        std::ptr::null_mut()
+    }
+    fn set_current_worker(_w: *mut ()) {}
+    fn stack_alloc(_usable: usize) -> Result<RawStack, StackError> {
+        Err(StackError::Os { errno: 0 })
+    }
+    unsafe fn stack_free(_s: RawStack) {}
+    fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
+        f();
+        Ok(())
+    }
+    fn resume_unwind(payload: PanicPayload) -> ! {
+        std::panic::resume_unwind(payload)
+    }
+    fn abort(msg: &str) -> ! {
+        panic!("{msg}")
+    }
+}
+
+/// Counts drops, so a message dropped by a close is accounted for.
+struct Token(u32, Arc<AtomicUsize>);
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// One SeqCst store to the state word and one push+pop on the queue before
+/// the race, as a running system has (see `Mailbox::__warm_up`).
+fn warm_up<M: Send>(
+    mb: &mut smarm_core::mailbox::Mailbox<M, LoomPlat>,
+    addr: &smarm_core::mailbox::Addr<M, LoomPlat>,
+    m: M,
+) {
+    mb.__warm_up();
+    assert!(addr.send(m).is_ok());
+    assert!(mb.try_recv().is_some());
+}
+
+/// `senders` threads each send `each` messages; the receiver takes them all.
+fn senders_vs_receiver(senders: u32, each: u32) {
+    loom::model(move || {
+        let (mut mb, addr) = detached::<u32, LoomPlat>();
+        warm_up(&mut mb, &addr, 7);
+        let hs: Vec<_> = (0..senders)
+            .map(|s| {
+                let addr = addr.clone();
+                thread::spawn(move || {
+                    for i in 0..each {
+                        addr.send(s * 100 + i).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut got: Vec<u32> = (0..senders * each).map(|_| mb.recv()).collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert!(mb.try_recv().is_none(), "a message was duplicated");
+        got.sort();
+        let mut want: Vec<u32> = (0..senders)
+            .flat_map(|s| (0..each).map(move |i| s * 100 + i))
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+    });
+}
+
+#[test]
+fn send_racing_park() {
+    senders_vs_receiver(1, 1);
+}
+
+#[test]
+fn two_senders_racing_one_park() {
+    senders_vs_receiver(2, 1);
+}
+
+#[test]
+fn repeated_waits_after_a_lost_withdraw() {
+    senders_vs_receiver(1, 2);
+}
+
+#[test]
+fn send_racing_close() {
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (mut mb, addr) = detached::<Token, LoomPlat>();
+        warm_up(&mut mb, &addr, Token(0, Arc::new(AtomicUsize::new(0))));
+        let d = dropped.clone();
+        // The last reference to the shared half is dropped here, after the
+        // join: loom cannot see the fences inside `alloc::sync::Arc`.
+        let keep = addr.clone();
+        let sender = thread::spawn(move || match addr.send(Token(1, d)) {
+            Ok(()) => None,
+            Err(SendError(t)) => Some(t),
+        });
+        let received = mb.try_recv();
+        drop(mb); // the close
+        let returned = sender.join().unwrap();
+        // Exactly one fate: received, returned, or dropped by the close
+        // (queued and then dropped, with the queue's memory).
+        let fates = received.is_some() as usize + returned.is_some() as usize;
+        let what = (received.is_some(), returned.is_some());
+        drop(received);
+        drop(returned);
+        drop(keep);
+        // The shared half (and anything queued) is gone once both ends are.
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "leaked or dropped twice (received, returned) = {what:?}"
+        );
+        assert!(fates <= 1);
+    });
+}
