@@ -6,6 +6,7 @@
 //! - a receiver taking several messages, so a withdraw that loses to a
 //!   sender is followed by another wait (the race that needed `WAKING`);
 //! - a send racing the receiver's close.
+//!
 //! Each asserts conservation: every message received, returned, or dropped
 //! exactly once. A lost wake shows up as a loom deadlock.
 //!
@@ -119,11 +120,11 @@ unsafe impl Platform for LoomPlat {
 }
 
 /// Counts drops, so a message dropped by a close is accounted for.
-struct Token(u32, Arc<AtomicUsize>);
+struct Token(Arc<AtomicUsize>);
 
 impl Drop for Token {
     fn drop(&mut self) {
-        self.1.fetch_add(1, Ordering::SeqCst);
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -188,12 +189,12 @@ fn send_racing_close() {
     loom::model(|| {
         let dropped = Arc::new(AtomicUsize::new(0));
         let (mut mb, addr) = detached::<Token, LoomPlat>();
-        warm_up(&mut mb, &addr, Token(0, Arc::new(AtomicUsize::new(0))));
+        warm_up(&mut mb, &addr, Token(Arc::new(AtomicUsize::new(0))));
         let d = dropped.clone();
         // The last reference to the shared half is dropped here, after the
         // join: loom cannot see the fences inside `alloc::sync::Arc`.
         let keep = addr.clone();
-        let sender = thread::spawn(move || match addr.send(Token(1, d)) {
+        let sender = thread::spawn(move || match addr.send(Token(d)) {
             Ok(()) => None,
             Err(SendError(t)) => Some(t),
         });
