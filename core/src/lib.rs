@@ -27,6 +27,7 @@ pub mod platform;
 pub mod queue;
 pub mod ring;
 pub mod slab;
+pub mod slot;
 pub mod sync;
 
 mod actor;

@@ -348,7 +348,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         // dropping them unmaps their stacks.
         while self.shared.queue.pop().is_some() {}
         for w in core.workers.iter() {
-            let p = w.run_next.swap(ptr::null_mut(), Ordering::Acquire);
+            let p = w.run_next.take();
             if !p.is_null() {
                 // SAFETY: slot values are `Arc::into_raw` pointers.
                 drop(unsafe { Arc::from_raw(p) });

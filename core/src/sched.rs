@@ -47,8 +47,9 @@ use crate::mpsc::Node;
 use crate::platform::{Platform, RawStack};
 use crate::queue::RunQueue;
 use crate::slab::NodeCache;
+use crate::slot::Slot;
 use crate::stack::StackPool;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, RawCell};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, RawCell};
 
 /// Ids a worker reserves at a time from the runtime's counter.
 const ID_BLOCK: u64 = 1024;
@@ -113,8 +114,8 @@ pub(crate) fn node_free<T, P: Platform>(node: NonNull<Node<T>>) {
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {
-    /// The run-next slot: owner swaps in, idle workers may swap out.
-    pub(crate) run_next: AtomicPtr<Actor>,
+    /// The run-next slot: owner puts, idle workers may take.
+    pub(crate) run_next: Slot<Actor>,
     pub(crate) counters: Counters,
 }
 
@@ -172,7 +173,7 @@ impl<P: Platform> RtCore<P> {
             idle: Idle::new(workers),
             workers: (0..workers)
                 .map(|_| WorkerShared {
-                    run_next: AtomicPtr::new(ptr::null_mut()),
+                    run_next: Slot::new(),
                     counters: Counters::default(),
                 })
                 .collect(),
@@ -414,23 +415,16 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Puts `a` in worker `w`'s run-next slot; a displaced actor is queued.
     #[inline]
     fn put_run_next(&self, w: &WorkerShared, a: Arc<Actor>) {
-        // AcqRel: Release publishes the actor's state to whoever swaps it
-        // out (us later, or a thief's Acquire swap in `find_work`); Acquire
-        // takes ownership of the displaced one.
-        let old = w.run_next.swap(Arc::into_raw(a) as *mut Actor, Ordering::AcqRel);
+        let old = w.run_next.put(Arc::into_raw(a) as *mut Actor);
         if !old.is_null() {
-            // SAFETY: the slot held an `Arc::into_raw` pointer, now ours.
+            // SAFETY: the slot holds `Arc::into_raw` pointers; `put` handed
+            // the displaced one to us.
             self.push(unsafe { Arc::from_raw(old) }, &w.counters);
         }
     }
 
-    fn take_slot(slot: &AtomicPtr<Actor>) -> Option<Arc<Actor>> {
-        // Relaxed load: a cheap emptiness probe; the swap carries the edge.
-        if slot.load(Ordering::Relaxed).is_null() {
-            return None;
-        }
-        // Acquire: pairs with the AcqRel swap in `put_run_next`.
-        let p = slot.swap(ptr::null_mut(), Ordering::Acquire);
+    fn take_slot(slot: &Slot<Actor>) -> Option<Arc<Actor>> {
+        let p = slot.take();
         // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
         (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
     }
@@ -465,15 +459,14 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         let n = self.core.workers.len();
         for k in 1..n {
             let victim = &self.core.workers[(index + k) % n];
-            // Relaxed: a probe; `take_slot`'s swap carries the edge.
-            let seen = victim.run_next.load(Ordering::Relaxed);
+            let seen = victim.run_next.peek();
             if seen.is_null() {
                 continue;
             }
             for _ in 0..STEAL_GRACE_SPINS {
                 <P::Arch as Arch>::spin_hint();
             }
-            if victim.run_next.load(Ordering::Relaxed) != seen {
+            if victim.run_next.peek() != seen {
                 continue;
             }
             if let Some(a) = Self::take_slot(&victim.run_next) {
@@ -500,7 +493,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     fn has_work(&self) -> bool {
         !self.queue.is_empty()
             // Relaxed: a probe; the idle protocol's fences order it.
-            || self.core.workers.iter().any(|w| !w.run_next.load(Ordering::Relaxed).is_null())
+            || self.core.workers.iter().any(|w| !w.run_next.peek().is_null())
             || self.core.finished.load(Ordering::Relaxed)
     }
 
