@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use smarm_tests::smarm::{
-    self, bounded, channel, oneshot, try_bounded, BoundedReceiver, BoundedSender, CapacityError,
-    ChannelSendError, Receiver, RecvError, Runtime, Sender, TryRecvError, TrySendError,
+    self, bounded, channel, oneshot, try_bounded, BoundedReceiver, BoundedSender, CapacityError, Receiver,
+    RecvError, Runtime, SendError, Sender, TryRecvError, TrySendError,
 };
 use smarm_tests::{eventually, with_timeout};
 
@@ -16,19 +16,19 @@ const N: u32 = 1000;
 
 /// Both MPSC kinds behind one face, so each scenario runs on both.
 trait Tx: Clone + Send + 'static {
-    fn put(&self, v: u32) -> Result<(), ChannelSendError<u32>>;
+    fn put(&self, v: u32) -> Result<(), SendError<u32>>;
 }
 trait Rx: Send + 'static {
     fn get(&mut self) -> Result<u32, RecvError>;
     fn try_get(&mut self) -> Result<u32, TryRecvError>;
 }
 impl Tx for Sender<u32> {
-    fn put(&self, v: u32) -> Result<(), ChannelSendError<u32>> {
+    fn put(&self, v: u32) -> Result<(), SendError<u32>> {
         self.send(v)
     }
 }
 impl Tx for BoundedSender<u32> {
-    fn put(&self, v: u32) -> Result<(), ChannelSendError<u32>> {
+    fn put(&self, v: u32) -> Result<(), SendError<u32>> {
         self.send(v)
     }
 }
@@ -251,7 +251,7 @@ fn bounded_receiver_drop_wakes_blocked_senders() {
             drop(rx);
             h.join().unwrap()
         });
-        assert_eq!(r, Err(ChannelSendError("blocked".to_string())));
+        assert_eq!(r, Err(SendError("blocked".to_string())));
 
         // A thread blocked on a full channel, the receiver dropped by an
         // actor (the thread may or may not have blocked yet: Err both ways).
@@ -265,7 +265,7 @@ fn bounded_receiver_drop_wakes_blocked_senders() {
         });
         eventually(30, "the sender thread starts", || started.load(Ordering::SeqCst));
         rt.spawn(move || drop(rx)).join().unwrap();
-        assert_eq!(t.join().unwrap(), Err(ChannelSendError(2)));
+        assert_eq!(t.join().unwrap(), Err(SendError(2)));
     });
 }
 

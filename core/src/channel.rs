@@ -59,30 +59,7 @@ pub use bounded::{bounded, try_bounded, BoundedReceiver, BoundedSender};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
 pub use unbounded::{channel, Receiver, Sender};
 
-/// A send on a channel whose receiver was dropped: the value, handed back.
-#[derive(PartialEq, Eq, Clone, Copy)]
-pub struct SendError<T>(pub T);
-
-impl<T> SendError<T> {
-    /// The value that was not sent.
-    pub fn into_inner(self) -> T {
-        self.0
-    }
-}
-
-impl<T> fmt::Debug for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SendError(..)")
-    }
-}
-
-impl<T> fmt::Display for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("sending on a channel whose receiver was dropped (the value is returned in the error)")
-    }
-}
-
-impl<T> core::error::Error for SendError<T> {}
+pub use crate::error::SendError;
 
 /// Why a non-blocking send on a bounded channel did not send: the value,
 /// handed back either way.

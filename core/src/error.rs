@@ -95,3 +95,32 @@ impl fmt::Display for SpawnError {
 }
 
 impl core::error::Error for SpawnError {}
+
+/// A send whose receiver is gone — the actor exited (its mailbox closed) or
+/// the channel's receiver was dropped. The value comes back, never lost.
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub struct SendError<T>(pub T);
+
+impl<T> SendError<T> {
+    /// The value that was not sent.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "send failed: the receiver is gone (the actor exited, or the channel's receiver was \
+             dropped); the value is returned in the error",
+        )
+    }
+}
+
+impl<T> core::error::Error for SendError<T> {}

@@ -136,11 +136,8 @@ macro_rules! port_api {
         /// The receiving half of a oneshot channel.
         pub type OneshotReceiver<T> = $crate::channel::OneshotReceiver<T, $platform>;
 
-        // The channels' send error is `ChannelSendError` here: `SendError`
-        // is the mailbox's.
-        pub use $crate::channel::{
-            CapacityError, RecvError, SendError as ChannelSendError, TryRecvError, TrySendError,
-        };
+        // `SendError` (exported above) is shared by mailboxes and channels.
+        pub use $crate::channel::{CapacityError, RecvError, TryRecvError, TrySendError};
 
         /// A new unbounded MPSC channel (semantics: `smarm_core::channel`).
         pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {

@@ -88,23 +88,7 @@ unsafe impl<M: Send> Send for Shared<M> {}
 // SAFETY: as above.
 unsafe impl<M: Send> Sync for Shared<M> {}
 
-/// The error of a send to an actor that has exited: the message, back.
-#[derive(PartialEq, Eq, Clone, Copy)]
-pub struct SendError<M>(pub M);
-
-impl<M> fmt::Debug for SendError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SendError(..)")
-    }
-}
-
-impl<M> fmt::Display for SendError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("send to an actor that has exited (the message is returned in the error)")
-    }
-}
-
-impl<M> core::error::Error for SendError<M> {}
+pub use crate::error::SendError;
 
 /// An actor's mailbox: the receiving end, owned by the actor.
 ///
