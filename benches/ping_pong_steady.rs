@@ -1,6 +1,6 @@
 //! ping_pong_steady: one pair exchanging messages back and forth (ns per
-//! round trip = two messages), on 1 and 2 workers; smarm mailboxes vs tokio
-//! unbounded mpsc in the same binary.
+//! round trip = two messages), on 1 and 2 workers; smarm mailboxes and smarm
+//! unbounded channels vs tokio unbounded mpsc in the same binary.
 //!
 //! `cargo bench -p smarm-benches --bench ping_pong_steady`
 use std::time::{Duration, Instant};
@@ -46,6 +46,36 @@ fn bench(c: &mut Criterion) {
                     drop(me);
                     he.join().unwrap();
                     hm.join().unwrap()
+                })
+            })
+        });
+        g.bench_function(format!("smarm_channel/{workers}w"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(move || {
+                    // The same exchange over two unbounded channels.
+                    let (to_echo, mut echo_rx) = smarm::channel::<u64>();
+                    let (to_me, mut me_rx) = smarm::channel::<u64>();
+                    let echo = smarm::spawn(move || {
+                        while let Ok(n) = echo_rx.recv() {
+                            if n == 0 {
+                                return;
+                            }
+                            to_me.send(n).expect("alive");
+                        }
+                    });
+                    let me = smarm::spawn(move || {
+                        let t = Instant::now();
+                        for _ in 0..iters {
+                            to_echo.send(1).expect("alive");
+                            let _ = me_rx.recv();
+                        }
+                        let d = t.elapsed();
+                        to_echo.send(0).expect("alive");
+                        d
+                    });
+                    let d = me.join().unwrap();
+                    echo.join().unwrap();
+                    d
                 })
             })
         });

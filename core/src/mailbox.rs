@@ -11,6 +11,24 @@
 //! | `WAKING`  | a sender owns `waiter` and is taking it; the receiver must not touch it (its wake is in flight) |
 //! | `CLOSED`  | the mailbox was dropped (its actor exited): sends fail      |
 //!
+//! # Transitions
+//!
+//! ```text
+//!            R2: receiver registers          S3: a sender wins the CAS
+//!   IDLE ─────────────────────────▶ WAITING ─────────────────────────▶ WAKING
+//!    ▲  ▲                              │                                 │
+//!    │  └──── R3: receiver withdraws ──┘                                 │
+//!    └───────────────── S3: the winner hands the cell back ──────────────┘
+//!   (any) ── Mailbox::drop (swap) ──▶ CLOSED   (final: a WAKING owner's hand-back
+//!                                              CAS fails and leaves it)
+//! ```
+//!
+//! The park invariant at the type: while the state is `WAITING` the pending
+//! park is observed in exactly one place, `waiter`; the one CAS out of
+//! `WAITING` decides who owns it (the receiver withdrawing, or one sender
+//! waking), so a wake is delivered at most once and, by the Dekker pair
+//! below, never lost.
+//!
 //! # Protocol (numbered as in the code)
 //!
 //! Receiver, finding the queue empty, by the state it finds:
