@@ -3,48 +3,12 @@
 //! park too) make zero heap allocations on the worker (message nodes are
 //! recycled through the worker's node cache; parking reuses the actors' own
 //! state; the bounded wait list keeps its buffer).
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use smarm_tests::smarm::{self, bounded, channel, Runtime};
 use smarm_tests::with_timeout;
 
-struct Counting;
-
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// Count only allocations made on this thread while set (the worker
-    /// running the measured actors; one worker, so no migration).
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards to the system allocator; the counter has no effect on
-// the returned memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if TRACK.with(|t| t.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if TRACK.with(|t| t.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: smarm_tests::CountingAlloc = smarm_tests::CountingAlloc;
 
 #[test]
 fn steady_state_messages_allocate_nothing() {
@@ -71,13 +35,13 @@ fn steady_state_messages_allocate_nothing() {
             for i in 0..WARM {
                 round(i);
             }
-            TRACK.with(|t| t.set(true));
-            let before = ALLOCS.load(Ordering::Relaxed);
+            smarm_tests::track_allocs(true);
+            let before = smarm_tests::allocs();
             for i in 0..MEASURED {
                 round(i);
             }
-            let n = ALLOCS.load(Ordering::Relaxed) - before;
-            TRACK.with(|t| t.set(false));
+            let n = smarm_tests::allocs() - before;
+            smarm_tests::track_allocs(false);
             drop(ping_tx);
             echo.join().unwrap();
             n

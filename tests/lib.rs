@@ -54,3 +54,51 @@ pub fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::yield_now();
     }
 }
+
+/// A global allocator that counts the allocations made on threads that
+/// opted in with [`track_allocs`], for the zero-allocation tests. A test
+/// binary installs it with
+/// `#[global_allocator] static A: smarm_tests::CountingAlloc = smarm_tests::CountingAlloc;`.
+pub struct CountingAlloc;
+
+static ALLOCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    static TRACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Starts (`true`) or stops counting this thread's allocations. Use it on
+/// a one-worker runtime, where the measured actors never migrate.
+pub fn track_allocs(on: bool) {
+    TRACK.with(|t| t.set(on));
+}
+
+/// Allocations counted so far (on tracking threads).
+pub fn allocs() -> u64 {
+    ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count_if_tracked() {
+    if TRACK.with(|t| t.get()) {
+        ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator; counting has no
+// effect on the memory returned.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        count_if_tracked();
+        // SAFETY: forwarded contract.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        count_if_tracked();
+        // SAFETY: forwarded contract.
+        unsafe { std::alloc::System.realloc(p, l, n) }
+    }
+}

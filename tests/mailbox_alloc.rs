@@ -2,48 +2,12 @@
 //! messages between two actors make zero heap allocations (message nodes
 //! are recycled through the worker's node cache; parking and waking reuse
 //! the actors' own state).
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use smarm_tests::smarm::{self, Addr, Mailbox, Runtime};
 use smarm_tests::with_timeout;
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// Count only allocations made on this thread while set (the worker
-    /// running the measured actors; one worker, so no migration).
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards to the system allocator; the counter has no effect on
-// the returned memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if TRACK.with(|t| t.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if TRACK.with(|t| t.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: smarm_tests::CountingAlloc = smarm_tests::CountingAlloc;
 
 enum Msg {
     Peer(Addr<Msg>),
@@ -82,11 +46,11 @@ fn hundred_thousand_messages_allocate_nothing_after_warm_up() {
             let (a, ha) = smarm::spawn_actor(move |mut mb: Mailbox<Msg>| {
                 b2.send(Msg::Peer(mb.addr())).unwrap();
                 ping_pong(&mut mb, &b2, 1000); // warm-up: fills the node cache
-                TRACK.with(|t| t.set(true));
-                let before = ALLOCS.load(Ordering::Relaxed);
+                smarm_tests::track_allocs(true);
+                let before = smarm_tests::allocs();
                 ping_pong(&mut mb, &b2, 50_000); // 100,000 messages
-                let after = ALLOCS.load(Ordering::Relaxed);
-                TRACK.with(|t| t.set(false));
+                let after = smarm_tests::allocs();
+                smarm_tests::track_allocs(false);
                 b2.send(Msg::N(u64::MAX)).unwrap();
                 after - before
             });

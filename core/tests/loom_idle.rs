@@ -7,42 +7,18 @@
 //! LOOM_MAX_PREEMPTIONS=2 cargo test -p smarm-core --release --test loom_idle`
 #![cfg(smarm_loom)]
 
-use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use loom::sync::{Arc, Condvar, Mutex};
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
 use loom::thread;
 
 use smarm_core::idle::Idle;
 use smarm_core::lock::FutexLock;
-use smarm_core::platform::Futex;
 use smarm_core::ring::Ring;
 
-loom::lazy_static! {
-    /// One "kernel" for all futex words of a model run: a wait checks its
-    /// word under the lock and sleeps on the condvar; a wake takes the lock
-    /// and notifies, so a wake cannot slip between check and sleep.
-    static ref KERNEL: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
-}
+#[path = "common/loom_platform.rs"]
+mod loom_platform;
 
-struct LoomFutex;
-
-// SAFETY: the check and the sleep are atomic with respect to wakes (both
-// hold KERNEL's mutex); loom's mutex gives the Acquire/Release edges.
-unsafe impl Futex for LoomFutex {
-    fn wait(word: &AtomicU32, expected: u32, _deadline_ns: Option<u64>) {
-        let g = KERNEL.0.lock().unwrap();
-        if word.load(Ordering::SeqCst) == expected {
-            drop(KERNEL.1.wait(g).unwrap());
-        }
-    }
-    fn wake_one(_word: &AtomicU32) {
-        let _g = KERNEL.0.lock().unwrap();
-        // Waking all is allowed (waiters re-check their own word).
-        KERNEL.1.notify_all();
-    }
-    fn wake_all(word: &AtomicU32) {
-        Self::wake_one(word)
-    }
-}
+use loom_platform::LoomP as LoomFutex;
 
 type TestIdle = Idle<LoomFutex, FutexLock<LoomFutex>>;
 

@@ -14,110 +14,16 @@
 //! LOOM_MAX_PREEMPTIONS=2 cargo test -p smarm-core --release --test loom_mailbox`
 #![cfg(smarm_loom)]
 
-use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use loom::sync::{Arc, Condvar, Mutex};
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
 use loom::thread;
 
-use smarm_core::arch::{Arch, EntryFn};
-use smarm_core::lock::FutexLock;
 use smarm_core::mailbox::{detached, SendError};
-use smarm_core::platform::{Futex, PanicPayload, Platform, RawStack, StackError, ThreadError};
 
-loom::lazy_static! {
-    static ref KERNEL: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
-}
+#[path = "common/loom_platform.rs"]
+mod loom_platform;
 
-/// A platform with only what the mailbox uses from a plain thread: futex
-/// wait/wake, a thread yield, and "not a worker".
-struct LoomPlat;
-
-/// No context switching under loom.
-struct NoArch;
-
-// SAFETY: never used to switch: the models run no actors.
-unsafe impl Arch for NoArch {
-    const NAME: &'static str = "none";
-    const INIT_STACK_BYTES: usize = 0;
-    unsafe fn switch(_to: *mut u8) -> *mut u8 {
-        unreachable!("no actors under loom")
-    }
-    unsafe fn init_stack(_top: *mut u8, _entry: EntryFn, _arg: *mut u8) -> *mut u8 {
-        unreachable!("no actors under loom")
-    }
-    fn cycles() -> u64 {
-        0
-    }
-    fn cycles_serialising() -> u64 {
-        0
-    }
-    fn cycles_per_second() -> Option<u64> {
-        None
-    }
-    fn spin_hint() {
-        thread::yield_now();
-    }
-}
-
-// SAFETY: check-and-sleep and wake both hold KERNEL's mutex, so a wake
-// cannot slip between a waiter's check and its sleep.
-unsafe impl Futex for LoomPlat {
-    fn wait(word: &AtomicU32, expected: u32, _deadline_ns: Option<u64>) {
-        let g = KERNEL.0.lock().unwrap();
-        if word.load(Ordering::SeqCst) == expected {
-            drop(KERNEL.1.wait(g).unwrap());
-        }
-    }
-    fn wake_one(_word: &AtomicU32) {
-        let _g = KERNEL.0.lock().unwrap();
-        KERNEL.1.notify_all();
-    }
-    fn wake_all(word: &AtomicU32) {
-        Self::wake_one(word)
-    }
-}
-
-// SAFETY: the models call only `yield_thread` and `current_worker` (always
-// null: no workers), plus the futex above; the rest is unreachable.
-unsafe impl Platform for LoomPlat {
-    type Arch = NoArch;
-    type Lock = FutexLock<LoomPlat>;
-    type Thread = ();
-    const NAME: &'static str = "loom";
-    fn yield_thread() {
-        thread::yield_now();
-    }
-    fn now_ns() -> u64 {
-        0
-    }
-    fn cpu_count() -> usize {
-        1
-    }
-    fn page_size() -> usize {
-        4096
-    }
-    fn spawn_thread(_n: String, _f: Box<dyn FnOnce() + Send>) -> Result<(), ThreadError> {
-        unreachable!("no workers under loom")
-    }
-    fn join_thread(_t: ()) {}
-    fn current_worker() -> *mut () {
-        std::ptr::null_mut()
-    }
-    fn set_current_worker(_w: *mut ()) {}
-    fn stack_alloc(_usable: usize) -> Result<RawStack, StackError> {
-        Err(StackError::Os { errno: 0 })
-    }
-    unsafe fn stack_free(_s: RawStack) {}
-    fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
-        f();
-        Ok(())
-    }
-    fn resume_unwind(payload: PanicPayload) -> ! {
-        std::panic::resume_unwind(payload)
-    }
-    fn abort(msg: &str) -> ! {
-        panic!("{msg}")
-    }
-}
+use loom_platform::LoomP as LoomPlat;
 
 /// Counts drops, so a message dropped by a close is accounted for.
 struct Token(Arc<AtomicUsize>);
