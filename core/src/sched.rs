@@ -544,8 +544,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             // Relaxed: we own the actor; wakers only CAS from PARKED/RUNNING
             // and their Release edge is the queue's or the state's.
             a.state.store(RUNNING, Ordering::Relaxed);
-            // Relaxed: the flag is set once, before `notify_all`, whose
-            // epoch bump our find/sleep path observed with Acquire.
+            // Relaxed: a hint. The flag is set once and never cleared; a
+            // worker that reads it late resumes this actor once more
+            // uncancelled and cancels it at a later resume (the exit
+            // decision in `idle` reads the flag with SeqCst).
             if self.core.shutdown.load(Ordering::Relaxed) && *a.cancel.get() == CANCEL_NONE {
                 *a.cancel.get() = CANCEL_REQUESTED;
             }
