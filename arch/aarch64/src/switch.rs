@@ -238,13 +238,12 @@ unsafe impl Arch for Aarch64 {
                 miri_ticks()
             } else {
                 let ticks: u64;
-                // SAFETY: reading the virtual count register has no side
-                // effects; EL0 access is enabled by Linux and Darwin (both
-                // build their user-space clocks on it). Flags: `nomem` (no
-                // memory touched, so the compiler may move loads and stores
-                // across it: this read is deliberately not ordered), `nostack`
-                // (no stack use), `preserves_flags` (NZCV untouched). Not
+                // Flags: `nomem` (no memory touched, so the compiler may move
+                // loads and stores across it: this read is deliberately not
+                // ordered), `nostack`, `preserves_flags` (NZCV untouched). Not
                 // `pure`: two reads must not be merged into one.
+                // SAFETY: reading the virtual count register has no side
+                // effects; EL0 access is enabled by Linux and Darwin.
                 unsafe {
                     core::arch::asm!(
                         "mrs {ticks}, cntvct_el0", // the generic timer's virtual count (not serialising)
