@@ -102,3 +102,50 @@ unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
         unsafe { std::alloc::System.realloc(p, l, n) }
     }
 }
+
+/// A ping-pong message: the partner's address, or a ball with the sends
+/// left after it.
+pub enum Ball {
+    /// The partner's address (the first message the serving side gets).
+    Peer(smarm::Addr<Ball>),
+    /// A ball: `n` more sends follow this one.
+    Left(u32),
+}
+
+/// One player: returns each ball with one fewer send left; whoever receives
+/// `Left(0)`, or sends it, is done. Returns the balls it received.
+pub fn play(mb: &mut smarm::Mailbox<Ball>, peer: &smarm::Addr<Ball>) -> u32 {
+    let mut got = 0;
+    loop {
+        match mb.recv() {
+            Ball::Left(n) => {
+                got += 1;
+                if n == 0 {
+                    return got;
+                }
+                peer.send(Ball::Left(n - 1)).unwrap();
+                if n == 1 {
+                    return got;
+                }
+            }
+            Ball::Peer(_) => panic!("a player has one peer"),
+        }
+    }
+}
+
+/// From inside an actor: spawns a pair that plays `first + 1` balls
+/// (`first` is the first ball's count); the two handles' results sum to
+/// `first + 1` when every ball is received exactly once.
+pub fn spawn_pair(first: u32) -> [smarm::JoinHandle<u32>; 2] {
+    let (a, ha) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<Ball>| {
+        let Ball::Peer(b) = mb.recv() else {
+            panic!("the peer comes first")
+        };
+        b.send(Ball::Left(first)).unwrap();
+        play(&mut mb, &b)
+    });
+    let a2 = a.clone();
+    let (b, hb) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<Ball>| play(&mut mb, &a2));
+    a.send(Ball::Peer(b)).unwrap();
+    [ha, hb]
+}

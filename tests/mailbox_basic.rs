@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use smarm_tests::smarm::{self, Addr, Mailbox, Runtime, SendError};
-use smarm_tests::with_timeout;
+use smarm_tests::{spawn_pair, with_timeout};
 
 #[test]
 fn thread_sends_actor_receives() {
@@ -52,49 +52,12 @@ fn a_panicking_actor_closes_its_mailbox() {
     });
 }
 
-enum Pp {
-    Peer(Addr<Pp>),
-    Ball(u32),
-}
-
 #[test]
 fn two_actors_ping_pong() {
     with_timeout(30, || {
         for workers in [1, 2] {
             let rt = Runtime::builder().workers(workers).build().unwrap();
-            let total = rt.block_on(|| {
-                // Ball(n) means n more sends; whoever receives Ball(0), or
-                // sends it, is done.
-                fn play(mb: &mut Mailbox<Pp>, peer: &Addr<Pp>) -> u32 {
-                    let mut got = 0;
-                    loop {
-                        match mb.recv() {
-                            Pp::Ball(n) => {
-                                got += 1;
-                                if n == 0 {
-                                    return got;
-                                }
-                                peer.send(Pp::Ball(n - 1)).unwrap();
-                                if n == 1 {
-                                    return got;
-                                }
-                            }
-                            Pp::Peer(_) => panic!("one peer"),
-                        }
-                    }
-                }
-                let (a, ha) = smarm::spawn_actor(|mut mb: Mailbox<Pp>| {
-                    let Pp::Peer(b) = mb.recv() else {
-                        panic!("peer first")
-                    };
-                    b.send(Pp::Ball(1000)).unwrap();
-                    play(&mut mb, &b)
-                });
-                let a2 = a.clone();
-                let (b, hb) = smarm::spawn_actor(move |mut mb: Mailbox<Pp>| play(&mut mb, &a2));
-                a.send(Pp::Peer(b)).unwrap();
-                ha.join().unwrap() + hb.join().unwrap()
-            });
+            let total = rt.block_on(|| spawn_pair(1000).map(|h| h.join().unwrap()).iter().sum::<u32>());
             assert_eq!(
                 total, 1001,
                 "every ball received exactly once ({workers} workers)"

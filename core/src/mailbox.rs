@@ -147,6 +147,25 @@ pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
     pair::<M, P>(0)
 }
 
+/// The body of an actor with a mailbox: makes the mailbox of actor `id`,
+/// leaves its first address in `addr`, and returns the body that hands the
+/// mailbox to `f`. Shared by every `spawn_actor`.
+pub(crate) fn bind<M, P, F, T>(
+    id: u64,
+    f: F,
+    addr: &mut Option<Addr<M, P>>,
+) -> impl FnOnce() -> T + Send + 'static
+where
+    M: Send + 'static,
+    P: Platform,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (mb, a) = pair::<M, P>(id);
+    *addr = Some(a);
+    move || f(mb)
+}
+
 /// A new mailbox and its first address, for the actor with id `id`.
 pub(crate) fn pair<M: Send, P: Platform>(id: u64) -> (Mailbox<M, P>, Addr<M, P>) {
     // SAFETY: a fresh node from the node allocator (a `Node::layout`
@@ -393,25 +412,24 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
         // in flight, so the wait ends promptly).
         match thread {
             None => sched::park::<P>(),
-            Some(t) => loop {
+            Some(t) => {
                 // A thread leaves only once its registration is gone: woken
                 // (the sender took it) or withdrawn.
-                let w = Waiter::Thread(t.clone());
-                if w.is_woken() {
-                    return;
+                let w = Waiter::Thread(t);
+                while !w.is_woken() {
+                    // SAFETY: single consumer.
+                    if !unsafe { s.queue.is_empty_sc() }
+                        && s.state
+                            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok()
+                    {
+                        // SAFETY: our CAS took the registration back.
+                        drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
+                        return;
+                    }
+                    w.wait::<P>(None);
                 }
-                // SAFETY: single consumer.
-                if !unsafe { s.queue.is_empty_sc() }
-                    && s.state
-                        .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_ok()
-                {
-                    // SAFETY: our CAS took the registration back.
-                    drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
-                    return;
-                }
-                w.wait::<P>(None);
-            },
+            }
         }
     }
 }

@@ -112,8 +112,12 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
 
     #[inline]
     fn pop(&self) -> Option<Runnable> {
-        // Relaxed: only paces the fairness check.
-        let n = self.pops.fetch_add(1, Ordering::Relaxed);
+        // Relaxed load + store, not a fetch_add: this counter only paces the
+        // fairness check, so an increment lost to a racing pop merely shifts
+        // which pop looks at the overflow, and every pop is spared a locked
+        // RMW on a line all workers share.
+        let n = self.pops.load(Ordering::Relaxed);
+        self.pops.store(n.wrapping_add(1), Ordering::Relaxed);
         if n % 61 == 60 {
             if let Some(a) = self.pop_overflow() {
                 return Some(a);

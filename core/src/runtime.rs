@@ -230,11 +230,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         T: Send + 'static,
     {
         let mut addr = None;
-        let h = self.spawn_with_id(|id| {
-            let (mb, a) = mailbox::pair::<M, P>(id);
-            addr = Some(a);
-            move || f(mb)
-        })?;
+        let h = self.spawn_with_id(|id| mailbox::bind(id, f, &mut addr))?;
         Ok((addr.expect("the body builder ran"), h))
     }
 

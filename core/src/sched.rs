@@ -357,11 +357,7 @@ where
     T: Send + 'static,
 {
     let mut addr = None;
-    let h = spawn_with_id::<P, _, T>(|id| {
-        let (mb, a) = mailbox::pair::<M, P>(id);
-        addr = Some(a);
-        move || f(mb)
-    })?;
+    let h = spawn_with_id::<P, _, T>(|id| mailbox::bind(id, f, &mut addr))?;
     Ok((addr.expect("the body builder ran"), h))
 }
 
