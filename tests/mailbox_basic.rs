@@ -165,46 +165,62 @@ fn selective_receive_keeps_the_others_in_order() {
     });
 }
 
-#[test]
-fn ping_pong_pair_does_not_starve_a_queued_actor() {
-    with_timeout(60, || {
-        // One worker: a pair hands each other the run-next slot on every
-        // message; the cap on consecutive slot runs must let the counter
-        // actor (in the run queue) progress while they play.
-        let rt = Runtime::builder().workers(1).build().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let ticks = Arc::new(AtomicU64::new(0));
-        let (s, t) = (stop.clone(), ticks.clone());
-        let counter = rt.spawn(move || {
-            while !s.load(Ordering::SeqCst) {
-                t.fetch_add(1, Ordering::SeqCst);
-                smarm::yield_now();
+/// One worker: a ping-pong pair hands each other the run-next slot on
+/// every message while a counter actor waits in the run queue. Returns how
+/// often the counter ran during `messages` round trips.
+fn queued_actor_ticks(rt: Runtime, messages: u32) -> u64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticks = Arc::new(AtomicU64::new(0));
+    let (s, t) = (stop.clone(), ticks.clone());
+    let counter = rt.spawn(move || {
+        while !s.load(Ordering::SeqCst) {
+            t.fetch_add(1, Ordering::SeqCst);
+            smarm::yield_now();
+        }
+    });
+    let ticks_during = rt.block_on(move || {
+        let (pong, hp) = smarm::spawn_actor(|mut mb: Mailbox<(u32, Addr<u32>)>| loop {
+            let (n, back) = mb.recv();
+            if back.send(n).is_err() || n == 0 {
+                return;
             }
         });
-        let ticks_during = rt.block_on(move || {
-            let (pong, hp) = smarm::spawn_actor(|mut mb: Mailbox<(u32, Addr<u32>)>| loop {
-                let (n, back) = mb.recv();
-                if back.send(n).is_err() || n == 0 {
-                    return;
-                }
-            });
-            let (_me, hm) = smarm::spawn_actor(move |mut mb: Mailbox<u32>| {
-                let my = mb.addr();
-                let start = ticks.load(Ordering::SeqCst);
-                for n in (0..20_000u32).rev() {
-                    pong.send((n, my.clone())).unwrap();
-                    assert_eq!(mb.recv(), n);
-                }
-                ticks.load(Ordering::SeqCst) - start
-            });
-            hp.join().unwrap();
-            hm.join().unwrap()
+        let (_me, hm) = smarm::spawn_actor(move |mut mb: Mailbox<u32>| {
+            let my = mb.addr();
+            let start = ticks.load(Ordering::SeqCst);
+            for n in (0..messages).rev() {
+                pong.send((n, my.clone())).unwrap();
+                assert_eq!(mb.recv(), n);
+            }
+            ticks.load(Ordering::SeqCst) - start
         });
-        stop.store(true, Ordering::SeqCst);
-        counter.join().unwrap();
-        assert!(
-            ticks_during > 1000,
-            "the queued actor ran only {ticks_during} times in 40,000 messages"
-        );
+        hp.join().unwrap();
+        hm.join().unwrap()
+    });
+    stop.store(true, Ordering::SeqCst);
+    counter.join().unwrap();
+    ticks_during
+}
+
+#[test]
+fn ping_pong_pair_does_not_starve_a_queued_actor_without_timeslices() {
+    with_timeout(60, || {
+        // Without timeslices, the cap on consecutive run-next runs must let
+        // the queued actor progress every few messages.
+        let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
+        let ticks = queued_actor_ticks(rt, 20_000);
+        assert!(ticks > 1000, "the queued actor ran only {ticks} times in 40,000 messages");
+    });
+}
+
+#[test]
+fn ping_pong_pair_does_not_starve_a_queued_actor_with_timeslices() {
+    with_timeout(60, || {
+        // With timeslices, the pair shares one inherited slice (100 µs):
+        // 400,000 messages take well over a millisecond even at 40 ns
+        // each, so the queued actor must have run at least ten times.
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let ticks = queued_actor_ticks(rt, 200_000);
+        assert!(ticks >= 10, "the queued actor ran only {ticks} times in 400,000 messages");
     });
 }

@@ -85,6 +85,12 @@ pub(crate) enum Request {
     Spawn(Arc<Actor>),
     /// The actor finished; wake this actor (a joiner) if any.
     Exit(Option<Arc<Actor>>),
+    /// The actor is about to block its thread: hand the worker's duty to
+    /// another thread, then resume the actor here, off the runtime.
+    Block,
+    /// Back from a blocking call (sent from the detached thread): queue the
+    /// actor, and retire this thread from worker duty.
+    Rejoin,
 }
 
 /// The body of an actor: runs the user's closure, stores its result, and

@@ -161,6 +161,28 @@ impl fmt::Display for TryRecvError {
 
 impl core::error::Error for TryRecvError {}
 
+/// Why a receive with a timeout returned no value.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum RecvTimeoutError {
+    /// Nothing came before the deadline; senders remain.
+    Timeout,
+    /// Nothing is queued and every sender was dropped: nothing will come.
+    Disconnected,
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvTimeoutError::Timeout => f.write_str("timed out waiting on a channel"),
+            RecvTimeoutError::Disconnected => {
+                f.write_str("receiving on an empty channel whose senders were all dropped")
+            }
+        }
+    }
+}
+
+impl core::error::Error for RecvTimeoutError {}
+
 /// [`try_bounded`] was asked for a capacity of 0 (a bounded channel holds
 /// at least one message; rendezvous channels are not provided).
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]

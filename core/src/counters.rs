@@ -36,6 +36,14 @@ pub struct CounterSnapshot {
     pub switches: u64,
     /// Actors spawned.
     pub spawned: u64,
+    /// Timers that fired (woke a sleeper or ended a timed wait).
+    pub timer_fires: u64,
+    /// Safe points that found the timeslice spent and yielded.
+    pub timeslice_expiries: u64,
+    /// Blocking calls for which the worker handed its duty to another thread.
+    pub blocking_handoffs: u64,
+    /// Actors reported for holding a worker beyond the long-hold bound.
+    pub long_holds: u64,
 }
 
 impl CounterSnapshot {
@@ -61,6 +69,10 @@ impl AddAssign for CounterSnapshot {
         self.parks += o.parks;
         self.switches += o.switches;
         self.spawned += o.spawned;
+        self.timer_fires += o.timer_fires;
+        self.timeslice_expiries += o.timeslice_expiries;
+        self.blocking_handoffs += o.blocking_handoffs;
+        self.long_holds += o.long_holds;
     }
 }
 
@@ -69,7 +81,8 @@ impl fmt::Display for CounterSnapshot {
         write!(
             f,
             "enqueued={} dequeued={} depth(mean={:.2} peak={}) run_next={} steals={} \
-             wakeups={} parks={} switches={} spawned={}",
+             wakeups={} parks={} switches={} spawned={} timer_fires={} timeslice_expiries={} \
+             blocking_handoffs={} long_holds={}",
             self.enqueued,
             self.dequeued,
             self.mean_depth(),
@@ -79,7 +92,11 @@ impl fmt::Display for CounterSnapshot {
             self.wakeups,
             self.parks,
             self.switches,
-            self.spawned
+            self.spawned,
+            self.timer_fires,
+            self.timeslice_expiries,
+            self.blocking_handoffs,
+            self.long_holds
         )
     }
 }
@@ -121,7 +138,21 @@ mod imp {
         };
     }
 
-    counters!(enqueued, dequeued, depth_sum, run_next, steals, wakeups, parks, switches, spawned);
+    counters!(
+        enqueued,
+        dequeued,
+        depth_sum,
+        run_next,
+        steals,
+        wakeups,
+        parks,
+        switches,
+        spawned,
+        timer_fires,
+        timeslice_expiries,
+        blocking_handoffs,
+        long_holds,
+    );
 
     impl Counters {
         /// Adds to `enqueued` from any thread (the outside-thread block).
@@ -174,7 +205,21 @@ mod imp {
             }
         };
     }
-    noops!(enqueued, dequeued, depth_sum, run_next, steals, wakeups, parks, switches, spawned);
+    noops!(
+        enqueued,
+        dequeued,
+        depth_sum,
+        run_next,
+        steals,
+        wakeups,
+        parks,
+        switches,
+        spawned,
+        timer_fires,
+        timeslice_expiries,
+        blocking_handoffs,
+        long_holds,
+    );
 
     impl Counters {
         /// No-op.

@@ -36,6 +36,10 @@ pub enum BuildError {
         /// What was asked for.
         requested: usize,
     },
+    /// `timeslice(Some(Duration::ZERO))`: use `None` to turn timeslices off.
+    ZeroTimeslice,
+    /// `long_hold` with a zero bound: every resume would be a long hold.
+    ZeroLongHold,
     /// A worker thread could not be started.
     Thread(ThreadError),
 }
@@ -59,6 +63,10 @@ impl fmt::Display for BuildError {
             BuildError::QueueTooSmall { requested } => {
                 write!(f, "run-queue capacity {requested} is below the minimum of 2")
             }
+            BuildError::ZeroTimeslice => {
+                f.write_str("a zero timeslice would yield at every safe point; use timeslice(None) to turn them off")
+            }
+            BuildError::ZeroLongHold => f.write_str("the long-hold bound must be above zero"),
             BuildError::Thread(e) => write!(f, "starting a worker thread failed: {}", e.message),
         }
     }

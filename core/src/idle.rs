@@ -139,6 +139,29 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         }
     }
 
+    /// Wakes worker `i` if it is on the idle list (a timer armed earlier
+    /// than the deadline it sleeps until). Returns whether it was woken. If
+    /// `i` is not on the list yet, it re-checks its sources of work after
+    /// getting there (sleep step 3), which the caller published first.
+    pub fn notify_worker(&self, i: usize) -> bool {
+        fence(Ordering::SeqCst);
+        let found = {
+            let mut list = self.list.lock();
+            match list.iter().position(|&j| j == i) {
+                Some(pos) => {
+                    list.swap_remove(pos);
+                    self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+                    true
+                }
+                None => false,
+            }
+        };
+        if found {
+            self.wake(i);
+        }
+        found
+    }
+
     /// Wakes every sleeper (shutdown).
     pub fn notify_all(&self) {
         fence(Ordering::SeqCst);

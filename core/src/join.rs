@@ -27,6 +27,8 @@ use core::marker::PhantomData;
 use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
 use crate::platform::{PanicPayload, Platform};
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::timer::PokeWith;
+use core::time::Duration;
 
 const EMPTY: u32 = 0;
 const WAIT_ACTOR: u32 = 1;
@@ -141,6 +143,27 @@ impl<T> JoinSlot<T> {
         }
     }
 
+    /// A join timer's poke: takes the actor registration (if the result
+    /// has not taken it) and wakes the joiner.
+    fn poke(self: &Arc<Self>) {
+        // AcqRel: Acquire sees the joiner's `waiter` write (before its
+        // Release CAS into WAIT_ACTOR); one of this CAS and `complete`'s
+        // swap takes the registration.
+        if self
+            .state
+            .compare_exchange(WAIT_ACTOR, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: our CAS took the registration; the joiner writes
+            // `waiter` again only once this poke has returned.
+            if let Some(a) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
+                if let Some(a) = a.wake() {
+                    crate::sched::schedule(a);
+                }
+            }
+        }
+    }
+
     fn is_done(&self) -> bool {
         // Acquire: pairs with the AcqRel swap in `complete`.
         self.state.load(Ordering::Acquire) == DONE
@@ -212,14 +235,17 @@ impl<T, P: Platform> JoinHandle<T, P> {
     ///
     /// From an actor, the caller parks (its worker runs others meanwhile);
     /// from a plain OS thread, the thread blocks on the platform's wait.
-    pub fn join(self) -> Result<T, JoinError> {
+    pub fn join(self) -> Result<T, JoinError>
+    where
+        T: Send + 'static,
+    {
         if self.slot.is_done() {
             return self.slot.take(self.id);
         }
         match crate::sched::current_actor::<P>() {
             // SAFETY: `current_actor` returned the actor running on this
             // worker, which is us; it stays alive while we run.
-            Some(me) => unsafe { self.join_as_actor(me) },
+            Some(me) => unsafe { self.join_as_actor(me, None) }.unwrap_or(Err(JoinError::Cancelled { id: self.id })),
             // Without a deadline the wait only ends with a result.
             None => self
                 .join_as_thread(None)
@@ -227,26 +253,35 @@ impl<T, P: Platform> JoinHandle<T, P> {
         }
     }
 
-    /// Like [`join`](Self::join) from a plain OS thread, giving up at
-    /// `deadline_ns` on the platform's monotonic clock: `Err(self)` hands
-    /// the handle back. From inside an actor this blocks its worker, so it
-    /// is for threads outside the runtime (tests, `main`).
-    pub fn join_deadline(self, deadline_ns: u64) -> Result<Result<T, JoinError>, Self> {
+    /// Like [`join`](Self::join), giving up at `deadline_ns` on the
+    /// platform's monotonic clock: `Err(self)` hands the handle back (join
+    /// again later, or drop it to detach). An actor parks with a timer; a
+    /// plain thread blocks with a deadline.
+    pub fn join_deadline(self, deadline_ns: u64) -> Result<Result<T, JoinError>, Self>
+    where
+        T: Send + 'static,
+    {
         if self.slot.is_done() {
             return Ok(self.slot.take(self.id));
         }
-        match self.join_as_thread(Some(deadline_ns)) {
-            Ok(r) => Ok(r),
-            Err(()) => Err(self),
-        }
+        let r = match crate::sched::current_actor::<P>() {
+            // SAFETY: as in `join`.
+            Some(me) => unsafe { self.join_as_actor(me, Some(deadline_ns)) }.ok_or(()),
+            None => self.join_as_thread(Some(deadline_ns)),
+        };
+        r.map_err(|()| self)
     }
 
-    /// # Safety
-    ///
-    /// `me` is the actor running on the calling worker.
-    unsafe fn join_as_actor(&self, me: *const Actor) -> Result<T, JoinError> {
-        // SAFETY: `me` is alive while it runs (its worker holds an Arc).
-        let me_ref = unsafe { &*me };
+    /// [`join_deadline`](Self::join_deadline) with a timeout.
+    pub fn join_timeout(self, timeout: Duration) -> Result<Result<T, JoinError>, Self>
+    where
+        T: Send + 'static,
+    {
+        self.join_deadline(crate::sched::deadline_after::<P>(timeout))
+    }
+
+    /// Registers `me` as the waiter: `false` if the result is already in.
+    fn register(&self, me: *const Actor) -> bool {
         // SAFETY: `me` is the running actor; clone its Arc for the waiter
         // registration (the slot then co-owns it until it wakes us).
         let me_arc = unsafe {
@@ -254,7 +289,8 @@ impl<T, P: Platform> JoinHandle<T, P> {
             Arc::from_raw(me)
         };
         // SAFETY: we are the only joiner (the handle is consumed by `join`)
-        // and the slot is not WAIT_ACTOR yet, so nobody else reads `waiter`.
+        // and the slot is EMPTY (not WAIT_ACTOR), so nobody else reads
+        // `waiter`: a timer's poke that emptied it has returned.
         self.slot.waiter.with_mut(|p| unsafe { *p = Some(me_arc) });
         // Release: publishes `waiter` to the Acquire swap in `complete`.
         if self
@@ -263,19 +299,61 @@ impl<T, P: Platform> JoinHandle<T, P> {
             .compare_exchange(EMPTY, WAIT_ACTOR, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            // DONE already: take our registration back and the result.
+            // DONE already: take our registration back.
             // SAFETY: the CAS failed, so `complete` never read `waiter`.
             drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
-            return self.slot.take(self.id);
+            return false;
         }
-        while !self.slot.is_done() {
+        true
+    }
+
+    /// The actor's wait, until `deadline` if given (`None`: timed out, the
+    /// registration withdrawn).
+    ///
+    /// # Safety
+    ///
+    /// `me` is the actor running on the calling worker.
+    unsafe fn join_as_actor(&self, me: *const Actor, deadline: Option<u64>) -> Option<Result<T, JoinError>>
+    where
+        T: Send + 'static,
+    {
+        // SAFETY: `me` is alive while it runs (its worker holds an Arc).
+        let me_ref = unsafe { &*me };
+        loop {
+            // Acquire: pairs with `complete`'s swap and the poke's CAS.
+            match self.slot.state.load(Ordering::Acquire) {
+                DONE => return Some(self.slot.take(self.id)),
+                // Not registered (first pass, or a timer's poke took it).
+                EMPTY => {
+                    if !self.register(me) {
+                        return Some(self.slot.take(self.id));
+                    }
+                }
+                _ => {}
+            }
             // SAFETY: `cancel` is owned by the running actor (us).
             if me_ref.cancel.with(|c| unsafe { *c }) == CANCEL_UNWINDING {
-                return Err(JoinError::Cancelled { id: self.id });
+                return Some(Err(JoinError::Cancelled { id: self.id }));
             }
-            crate::sched::park::<P>();
+            match deadline {
+                None => crate::sched::park::<P>(),
+                Some(d) if P::now_ns() >= d => {
+                    // Withdraw; a failure means DONE (take it) or EMPTY
+                    // (the timer's poke took the registration).
+                    if self
+                        .slot
+                        .state
+                        .compare_exchange(WAIT_ACTOR, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        // SAFETY: our CAS took the registration back.
+                        drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+                    }
+                    return self.slot.is_done().then(|| self.slot.take(self.id));
+                }
+                Some(d) => crate::sched::park_until::<P>(d, PokeWith(self.slot.clone(), JoinSlot::poke)),
+            }
         }
-        self.slot.take(self.id)
     }
 
     fn join_as_thread(&self, deadline_ns: Option<u64>) -> Result<Result<T, JoinError>, ()> {

@@ -29,6 +29,7 @@ pub mod ring;
 pub mod slab;
 pub mod slot;
 pub mod sync;
+pub mod timer;
 
 mod actor;
 mod join;
@@ -49,8 +50,12 @@ pub use platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError,
 pub use queue::{MutexQueue, RingQueue, RunQueue};
 pub use runtime::{
     Builder, CountersReport, Runtime, ShutdownReport, DEFAULT_QUEUE_CAPACITY, DEFAULT_STACK_SIZE,
+    DEFAULT_TIMESLICE,
 };
-pub use sched::{current_id, current_worker, try_spawn, try_spawn_actor, yield_now};
+pub use sched::{
+    blocking, checkpoint, current_id, current_worker, deadline_after, sleep, sleep_until, try_spawn,
+    try_spawn_actor, yield_now, LongHold, LongHoldHook,
+};
 
 /// Spawns an actor from inside an actor; the child runs at once
 /// (work-first) and the caller resumes when a worker picks it up again.
@@ -117,8 +122,9 @@ macro_rules! port_api {
         pub type Addr<M> = $crate::Addr<M, $platform>;
 
         pub use $crate::{
-            BuildError, CounterSnapshot, CountersReport, JoinError, SendError, ShutdownReport, SpawnError,
-            StackError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE,
+            BuildError, CounterSnapshot, CountersReport, JoinError, LongHold, LongHoldHook, SendError,
+            ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE, MAX_STACK_SIZE,
+            MIN_STACK_SIZE,
         };
 
         /// The sending half of an unbounded channel (clone it; send from
@@ -137,7 +143,7 @@ macro_rules! port_api {
         pub type OneshotReceiver<T> = $crate::channel::OneshotReceiver<T, $platform>;
 
         // `SendError` (exported above) is shared by mailboxes and channels.
-        pub use $crate::channel::{CapacityError, RecvError, TryRecvError, TrySendError};
+        pub use $crate::channel::{CapacityError, RecvError, RecvTimeoutError, TryRecvError, TrySendError};
 
         /// A new unbounded MPSC channel (semantics: `smarm_core::channel`).
         pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
@@ -208,6 +214,38 @@ macro_rules! port_api {
         /// plain thread, yields the OS thread.
         pub fn yield_now() {
             $crate::yield_now::<$platform>()
+        }
+
+        /// Sleeps for `d`: an actor parks (its worker runs others) until a
+        /// timer wakes it; a plain thread blocks.
+        pub fn sleep(d: ::core::time::Duration) {
+            $crate::sleep::<$platform>(d)
+        }
+
+        /// Sleeps until `deadline` (see [`sleep`]).
+        pub fn sleep_until(deadline: ::std::time::Instant) {
+            $crate::sleep::<$platform>(deadline.saturating_duration_since(::std::time::Instant::now()))
+        }
+
+        /// A safe point for long loops: yields if the actor's timeslice is
+        /// spent (one cycle-counter read). Does nothing off actors.
+        #[inline]
+        pub fn checkpoint() {
+            $crate::checkpoint::<$platform>()
+        }
+
+        /// Runs `f`, which may block the OS thread (file I/O, a C call),
+        /// without stalling other actors: the worker hands its duty to
+        /// another thread while `f` runs here; the actor then rejoins the
+        /// run queue. Off actors, `f` just runs.
+        pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+            $crate::blocking::<$platform, R>(f)
+        }
+
+        /// The platform's monotonic clock in ns (the clock of every
+        /// `*_deadline` call).
+        pub fn now_ns() -> u64 {
+            <$platform as $crate::Platform>::now_ns()
         }
 
         /// The running actor's id; `None` outside actors.

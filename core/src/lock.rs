@@ -125,6 +125,14 @@ impl<L: RawLock, T> Mutex<L, T> {
         MutexGuard { mutex: self }
     }
 
+    /// Locks if the lock is free now, without waiting.
+    #[inline]
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, L, T>> {
+        // `then`, not `then_some`: a guard built eagerly for a failed try
+        // would unlock someone else's lock when dropped.
+        self.lock.try_lock().then(|| MutexGuard { mutex: self })
+    }
+
     /// Unwraps the value.
     pub fn into_inner(self) -> T {
         self.value.into_inner()

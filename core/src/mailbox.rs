@@ -81,6 +81,8 @@ use core::marker::PhantomData;
 use crate::mpsc::{MpscQueue, Pop};
 use crate::platform::Platform;
 use crate::sched;
+use crate::timer::PokeWith;
+use core::time::Duration;
 use crate::sync::{AtomicU32, Backoff, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 
@@ -219,15 +221,19 @@ impl<M: Send, P: Platform> Addr<M, P> {
         unsafe { s.queue.push(sched::node_alloc::<M, P>(), msg) };
         // S3. SeqCst: the sender's half of the Dekker pair (module doc).
         if s.state.load(Ordering::SeqCst) == WAITING {
-            s.wake_receiver::<P>();
+            s.wake_receiver();
         }
+        // A safe point: an actor whose timeslice is spent yields here.
+        sched::safe_point::<P>();
         Ok(())
     }
 }
 
 impl<M> Shared<M> {
+    /// `S3`'s slow path, and a receive timer's poke: takes the
+    /// registration if it is still `WAITING` and wakes it.
     #[cold]
-    fn wake_receiver<P: Platform>(&self) {
+    fn wake_receiver(&self) {
         // SeqCst (free for an RMW on x86 and AArch64): its Acquire makes
         // the receiver's `waiter` write (before its CAS into WAITING)
         // visible, and every write to the state word stays in the SeqCst
@@ -247,13 +253,13 @@ impl<M> Shared<M> {
                 .state
                 .compare_exchange(WAKING, IDLE, Ordering::SeqCst, Ordering::SeqCst);
             if let Some(w) = w {
-                w.wake::<P>();
+                w.wake();
             }
         }
     }
 }
 
-impl<M: Send, P: Platform> Mailbox<M, P> {
+impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// The address of this mailbox.
     pub fn addr(&self) -> Addr<M, P> {
         Addr {
@@ -302,11 +308,50 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
     /// The next message, waiting for one if the mailbox is empty (an actor
     /// parks; a plain thread blocks on the platform's wait).
     pub fn recv(&mut self) -> M {
+        // A safe point: an actor whose timeslice is spent yields here.
+        sched::safe_point::<P>();
         loop {
             if let Some(m) = self.try_recv() {
                 return m;
             }
-            self.wait();
+            self.wait(None);
+        }
+    }
+
+    /// The next message, waiting at most `timeout`; `None` if none came.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<M> {
+        self.recv_deadline(sched::deadline_after::<P>(timeout))
+    }
+
+    /// The next message, waiting until `deadline_ns` on the platform's
+    /// monotonic clock at most; `None` if none came by then. A message
+    /// that arrives together with the deadline is returned, not lost: the
+    /// timer and the sender race for the one registration, and the mailbox
+    /// is checked once more after the wait is withdrawn.
+    pub fn recv_deadline(&mut self, deadline_ns: u64) -> Option<M> {
+        sched::safe_point::<P>();
+        loop {
+            if let Some(m) = self.try_recv() {
+                return Some(m);
+            }
+            if P::now_ns() >= deadline_ns || sched::unwinding::<P>() {
+                self.withdraw();
+                return self.try_recv();
+            }
+            self.wait(Some(deadline_ns));
+        }
+    }
+
+    /// Takes back a registration a timed-out wait left in place (a wake
+    /// in flight for it is harmless: a later wait may return spuriously).
+    fn withdraw(&mut self) {
+        let s = &*self.shared;
+        if s.state
+            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            // SAFETY: our CAS took the registration back.
+            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
         }
     }
 
@@ -332,7 +377,7 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
             if let Some(m) = self.try_recv_matching(&mut pred) {
                 return m;
             }
-            self.wait();
+            self.wait(None);
         }
     }
 
@@ -350,9 +395,19 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
         self.save.len()
     }
 
-    /// The receiver's side of the protocol (module doc).
+    /// Parks the calling actor; with a deadline, a timer pokes the mailbox
+    /// then (taking the registration as a sender would).
+    fn park(&self, deadline: Option<u64>) {
+        match deadline {
+            None => sched::park::<P>(),
+            Some(d) => sched::park_until::<P>(d, PokeWith(self.shared.clone(), |s| s.wake_receiver())),
+        }
+    }
+
+    /// The receiver's side of the protocol (module doc), waiting at most
+    /// until `deadline` (platform ns) when one is given.
     #[cold]
-    fn wait(&mut self) {
+    fn wait(&mut self, deadline: Option<u64>) {
         let s = &*self.shared;
         match s.state.load(Ordering::SeqCst) {
             IDLE => {}
@@ -360,7 +415,7 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
             WAITING => {
                 // SAFETY: single consumer.
                 if unsafe { s.queue.is_empty_sc() } {
-                    sched::park::<P>();
+                    self.park(deadline);
                 } else {
                     // Withdraw; a failure means a wake is in flight (harmless).
                     let _ = s
@@ -411,7 +466,7 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
         // R4 (also reached when the withdraw lost to a sender: its wake is
         // in flight, so the wait ends promptly).
         match thread {
-            None => sched::park::<P>(),
+            None => self.park(deadline),
             Some(t) => {
                 // A thread leaves only once its registration is gone: woken
                 // (the sender took it) or withdrawn.
@@ -427,7 +482,24 @@ impl<M: Send, P: Platform> Mailbox<M, P> {
                         drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
                         return;
                     }
-                    w.wait::<P>(None);
+                    if deadline.is_some_and(|d| P::now_ns() >= d) {
+                        // Timed out: withdraw, unless a sender took the
+                        // registration (then its wake is imminent: wait
+                        // for it, so none lands on a later wait).
+                        if s.state
+                            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok()
+                        {
+                            // SAFETY: our CAS took the registration back.
+                            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
+                            return;
+                        }
+                        while !w.is_woken() {
+                            w.wait::<P>(None);
+                        }
+                        return;
+                    }
+                    w.wait::<P>(deadline);
                 }
             }
         }

@@ -32,8 +32,9 @@ use crate::join::JoinHandle;
 use crate::mailbox::{self, Addr, Mailbox};
 use crate::platform::Platform;
 use crate::queue::{RingQueue, RunQueue};
-use crate::sched::{run_worker, RtCore, Schedule, Shared, WorkerCtx};
+use crate::sched::{run_monitor, worker_thread, LongHold, RtCore, SchedConfig, Schedule, Shared, WorkerCtx};
 use crate::sync::Ordering;
+use core::time::Duration;
 
 /// Default usable stack per actor (untouched pages cost no memory).
 pub const DEFAULT_STACK_SIZE: usize = 128 * 1024;
@@ -41,12 +42,18 @@ pub const DEFAULT_STACK_SIZE: usize = 128 * 1024;
 /// Default run-queue capacity before the ring spills to its overflow.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 
+/// Default timeslice: how long an actor runs before its next safe point
+/// yields to others.
+pub const DEFAULT_TIMESLICE: Duration = Duration::from_micros(100);
+
 /// Configures and starts a [`Runtime`].
 pub struct Builder<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
     workers: Option<usize>,
     stack_size: usize,
     queue_capacity: usize,
     thread_name: String,
+    timeslice: Option<Duration>,
+    long_hold: Option<(Duration, Option<crate::sched::LongHoldHook>)>,
     _p: PhantomData<fn() -> (P, Q)>,
 }
 
@@ -65,6 +72,8 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
             stack_size: DEFAULT_STACK_SIZE,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
             thread_name: String::from("smarm-worker"),
+            timeslice: Some(DEFAULT_TIMESLICE),
+            long_hold: None,
             _p: PhantomData,
         }
     }
@@ -96,6 +105,29 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         self
     }
 
+    /// How long an actor runs before a safe point (a send, a receive, a
+    /// spawn, [`checkpoint`](crate::checkpoint)) makes it yield; `None`
+    /// turns timeslices off (an actor then yields only when it waits or
+    /// calls `yield_now`). Default [`DEFAULT_TIMESLICE`]. An actor woken by
+    /// the running one inherits the rest of its slice, so a ping-pong pair
+    /// shares one slice with everyone else's.
+    pub fn timeslice(mut self, slice: Option<Duration>) -> Self {
+        self.timeslice = slice;
+        self
+    }
+
+    /// Starts a monitor thread that reports any actor holding its worker
+    /// for longer than `bound` without reaching a safe point (a loop with
+    /// no send, receive or [`checkpoint`](crate::checkpoint), or a blocking
+    /// syscall outside [`blocking`](crate::blocking)): it counts each in
+    /// the `long_holds` counter and calls `hook` (if any) with the actor
+    /// and how long so far, then once more from the worker when the hold
+    /// ends. The hook runs on the monitor or worker thread: keep it short.
+    pub fn long_hold(mut self, bound: Duration, hook: Option<Arc<dyn Fn(&LongHold) + Send + Sync>>) -> Self {
+        self.long_hold = Some((bound, hook));
+        self
+    }
+
     /// Checks the configuration and starts the workers.
     pub fn build(self) -> Result<Runtime<P, Q>, BuildError> {
         let workers = self.workers.unwrap_or_else(P::cpu_count);
@@ -119,10 +151,21 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
                 requested: self.queue_capacity,
             });
         }
+        if self.timeslice == Some(Duration::ZERO) {
+            return Err(BuildError::ZeroTimeslice);
+        }
+        if matches!(self.long_hold, Some((d, _)) if d.is_zero()) {
+            return Err(BuildError::ZeroLongHold);
+        }
         let page = P::page_size().max(16);
         let stack_size = self.stack_size.div_ceil(page) * page;
         let shared = Arc::new(Shared::<P, Q> {
-            core: RtCore::new(workers, stack_size),
+            core: RtCore::new(SchedConfig {
+                workers,
+                stack_size,
+                timeslice: self.timeslice,
+                hold: self.long_hold,
+            }),
             queue: Q::with_capacity(self.queue_capacity),
         });
         let sched: NonNull<dyn Schedule> = NonNull::from(&*shared as &dyn Schedule);
@@ -131,14 +174,23 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         let mut rt = Runtime {
             shared,
             threads: Vec::with_capacity(workers),
+            monitor: None,
             stack_size,
         };
         for i in 0..workers {
             let s = rt.shared.clone();
             let name = format!("{}-{}", self.thread_name, i);
-            match P::spawn_thread(name, alloc::boxed::Box::new(move || run_worker(&s, i))) {
+            match P::spawn_thread(name, alloc::boxed::Box::new(move || worker_thread(&s, i))) {
                 Ok(t) => rt.threads.push(t),
                 // `rt` drops here: the started workers are shut down.
+                Err(e) => return Err(BuildError::Thread(e)),
+            }
+        }
+        if rt.shared.core.hold_ns != 0 {
+            let s = rt.shared.clone();
+            let name = format!("{}-monitor", self.thread_name);
+            match P::spawn_thread(name, alloc::boxed::Box::new(move || run_monitor(&s))) {
+                Ok(t) => rt.monitor = Some(t),
                 Err(e) => return Err(BuildError::Thread(e)),
             }
         }
@@ -181,6 +233,7 @@ pub struct ShutdownReport {
 pub struct Runtime<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
     shared: Arc<Shared<P, Q>>,
     threads: Vec<P::Thread>,
+    monitor: Option<P::Thread>,
     stack_size: usize,
 }
 
@@ -329,10 +382,31 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             // Joining would wait for ourselves: the workers finish on their
             // own and keep `shared` alive through their Arcs.
             self.threads.clear();
+            core.monitor_word.store(1, Ordering::SeqCst);
+            P::wake_all(&core.monitor_word);
+            self.monitor = None;
             return ShutdownReport { abandoned: 0 };
+        }
+        // The monitor first (it samples; it does not keep anything alive).
+        // SeqCst: pairs with the monitor's load.
+        core.monitor_word.store(1, Ordering::SeqCst);
+        P::wake_all(&core.monitor_word);
+        if let Some(t) = self.monitor.take() {
+            P::join_thread(t);
         }
         for t in self.threads.drain(..) {
             P::join_thread(t);
+        }
+        // Threads started by blocking-call handoffs; a thread joined here
+        // may have started more before it stopped: repeat until none.
+        loop {
+            let extra = core::mem::take(&mut *core.extra_threads.lock());
+            if extra.is_empty() {
+                break;
+            }
+            for t in extra {
+                P::join_thread(t);
+            }
         }
         let abandoned = core.live.load(Ordering::SeqCst);
         if abandoned > 0 {

@@ -28,10 +28,12 @@
 //! through [`Platform::current_worker`], an opaque call the optimiser cannot
 //! hoist across a switch, and never cached in an actor's frame across one.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::mem;
 use core::ptr::{self, NonNull};
+use core::time::Duration;
 
 use crate::actor::{
     Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, NOTIFIED, PARKED,
@@ -42,6 +44,7 @@ use crate::counters::Counters;
 use crate::error::SpawnError;
 use crate::idle::Idle;
 use crate::join::{make_entry, JoinHandle};
+use crate::lock::Mutex;
 use crate::mailbox::{self, Addr, Mailbox};
 use crate::mpsc::Node;
 use crate::platform::{Platform, RawStack};
@@ -49,7 +52,8 @@ use crate::queue::RunQueue;
 use crate::slab::NodeCache;
 use crate::slot::Slot;
 use crate::stack::StackPool;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, RawCell};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, RawCell};
+use crate::timer::{self, Poke, PokeWith, TimerEntry, Timers};
 
 /// Ids a worker reserves at a time from the runtime's counter.
 const ID_BLOCK: u64 = 1024;
@@ -120,7 +124,51 @@ pub(crate) struct WorkerShared {
     /// The run-next slot: owner puts, idle workers may take.
     pub(crate) run_next: Slot<Actor>,
     pub(crate) counters: Counters,
+    /// For the long-hold monitor (written only when it runs): the id of the
+    /// actor this worker is running (0: none) ...
+    pub(crate) running: AtomicU64,
+    /// ... how many actors it has resumed (changes at every safe point) ...
+    pub(crate) resumes: AtomicU64,
+    /// ... and, once the monitor has reported the current hold, when it saw
+    /// the hold begin (ns; 0: not reported), for the worker's final report.
+    pub(crate) hold_since: AtomicU64,
+    /// The resume count of the hold the monitor reported.
+    pub(crate) hold_seq: AtomicU64,
 }
+
+/// What [`Runtime`](crate::Runtime)'s long-hold hook receives: an actor held
+/// its worker without reaching a safe point for longer than the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongHold {
+    /// The actor's id.
+    pub actor: u64,
+    /// The worker it holds.
+    pub worker: usize,
+    /// How long it has held it (a lower bound while `finished` is false:
+    /// the monitor samples every quarter of the bound).
+    pub held: Duration,
+    /// `false`: reported by the monitor while the actor still runs; `true`:
+    /// reported by the worker when the actor finally switched out.
+    pub finished: bool,
+}
+
+/// The long-hold hook.
+pub type LongHoldHook = Arc<dyn Fn(&LongHold) + Send + Sync>;
+
+/// A thread that lost its worker to a blocking call waits here to take
+/// over another worker's duty later (or to exit at shutdown).
+pub(crate) struct Spare {
+    /// 0: waiting; `i + 1`: take over worker `i`; [`SPARE_EXIT`]: exit.
+    word: AtomicU32,
+}
+
+const SPARE_EXIT: u32 = u32::MAX;
+
+/// Safe points (sends, receives) between two reads of the cycle counter.
+const SAFE_POINT_BUDGET: u32 = 16;
+
+/// Worker turns between two checks for due timers while there is work.
+const TIMER_CHECK_TURNS: u32 = 16;
 
 /// Everything of a runtime that does not depend on the run-queue type.
 pub(crate) struct RtCore<P: Platform> {
@@ -136,6 +184,29 @@ pub(crate) struct RtCore<P: Platform> {
     /// This runtime as a [`Schedule`]: set once by the builder, before any
     /// actor or worker exists.
     pub(crate) sched: SchedSlot,
+    pub(crate) timers: Timers<P::Lock>,
+    /// Timeslice length in cycles (0: no timeslices).
+    pub(crate) slice_cycles: u64,
+    /// Actors inside a blocking call (off any worker); shutdown waits for
+    /// them to come back.
+    pub(crate) blocked: AtomicUsize,
+    /// Threads waiting to take over a worker (see [`Spare`]).
+    pub(crate) spares: Mutex<P::Lock, Vec<Arc<Spare>>>,
+    /// Threads started for blocking-call handoffs (joined at shutdown).
+    pub(crate) extra_threads: Mutex<P::Lock, Vec<P::Thread>>,
+    /// The long-hold bound in ns (0: no monitor) and its hook.
+    pub(crate) hold_ns: u64,
+    pub(crate) hold_hook: Option<LongHoldHook>,
+    /// The monitor thread's wake word: set to 1 at shutdown.
+    pub(crate) monitor_word: AtomicU32,
+}
+
+/// Runtime settings the scheduler needs (from the builder).
+pub(crate) struct SchedConfig {
+    pub(crate) workers: usize,
+    pub(crate) stack_size: usize,
+    pub(crate) timeslice: Option<Duration>,
+    pub(crate) hold: Option<(Duration, Option<LongHoldHook>)>,
 }
 
 /// Where a runtime keeps its own type-erased [`Schedule`] pointer.
@@ -168,16 +239,47 @@ pub(crate) struct WorkerCtx<P: Platform> {
     streak: u32,
     id_next: u64,
     id_end: u64,
+    /// When the running actor's timeslice ends (cycles; `u64::MAX`: never).
+    slice_end: u64,
+    /// Safe points left before the next cycle-counter read.
+    budget: u32,
+    /// Turns left before the next timer check.
+    timer_turns: u32,
+    /// Resumes so far (published for the long-hold monitor).
+    resumes: u64,
 }
 
 impl<P: Platform> RtCore<P> {
-    pub(crate) fn new(workers: usize, stack_size: usize) -> Self {
+    pub(crate) fn new(cfg: SchedConfig) -> Self {
+        let SchedConfig {
+            workers,
+            stack_size,
+            timeslice,
+            hold,
+        } = cfg;
+        let slice_cycles = timeslice.map_or(0, |d| duration_to_cycles::<P>(d).max(1));
+        let (hold_ns, hold_hook) = match hold {
+            Some((d, hook)) => ((d.as_nanos() as u64).max(1), hook),
+            None => (0, None),
+        };
         RtCore {
+            timers: Timers::new(),
+            slice_cycles,
+            blocked: AtomicUsize::new(0),
+            spares: Mutex::new(Vec::new()),
+            extra_threads: Mutex::new(Vec::new()),
+            hold_ns,
+            hold_hook,
+            monitor_word: AtomicU32::new(0),
             idle: Idle::new(workers),
             workers: (0..workers)
                 .map(|_| WorkerShared {
                     run_next: Slot::new(),
                     counters: Counters::default(),
+                    running: AtomicU64::new(0),
+                    resumes: AtomicU64::new(0),
+                    hold_since: AtomicU64::new(0),
+                    hold_seq: AtomicU64::new(0),
                 })
                 .collect(),
             outside: Counters::default(),
@@ -220,6 +322,45 @@ impl<P: Platform> RtCore<P> {
     }
 }
 
+/// Cycles per second of the arch counter: the arch's figure, or measured
+/// once (about 1 ms) against the platform clock.
+pub(crate) fn cycles_per_second<P: Platform>() -> u64 {
+    if let Some(hz) = <P::Arch as Arch>::cycles_per_second() {
+        return hz;
+    }
+    // One figure per process (the counter is per machine); `core`'s atomic,
+    // not loom's: a cache, not part of any protocol.
+    static MEASURED: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+    // Relaxed: a cached value; racing measurers store near-equal figures.
+    let hz = MEASURED.load(core::sync::atomic::Ordering::Relaxed);
+    if hz != 0 {
+        return hz;
+    }
+    let t0 = P::now_ns();
+    let c0 = <P::Arch as Arch>::cycles();
+    let mut t1 = t0;
+    while t1.saturating_sub(t0) < 1_000_000 {
+        <P::Arch as Arch>::spin_hint();
+        t1 = P::now_ns();
+    }
+    let c1 = <P::Arch as Arch>::cycles();
+    let hz = ((c1.wrapping_sub(c0) as u128 * 1_000_000_000) / (t1 - t0).max(1) as u128) as u64;
+    let hz = hz.max(1);
+    MEASURED.store(hz, core::sync::atomic::Ordering::Relaxed);
+    hz
+}
+
+/// `d` in cycles of the arch counter.
+pub(crate) fn duration_to_cycles<P: Platform>(d: Duration) -> u64 {
+    let hz = cycles_per_second::<P>() as u128;
+    (d.as_nanos() * hz / 1_000_000_000).min(u64::MAX as u128 / 2) as u64
+}
+
+/// The deadline `d` from now on the platform clock (saturating).
+pub fn deadline_after<P: Platform>(d: Duration) -> u64 {
+    P::now_ns().saturating_add(d.as_nanos().min(u64::MAX as u128) as u64)
+}
+
 // ---------------------------------------------------------------------------
 // Actor side
 // ---------------------------------------------------------------------------
@@ -241,6 +382,17 @@ pub(crate) fn current_actor<P: Platform>() -> Option<*const Actor> {
     // thread (set by `run_worker`, cleared before it returns).
     let cur = unsafe { (*c).current };
     (!cur.is_null()).then_some(cur)
+}
+
+/// Whether the caller is an actor unwinding from a shutdown cancellation:
+/// a wait would never end (nobody resumes it), so blocking calls give up.
+pub(crate) fn unwinding<P: Platform>() -> bool {
+    match current_actor::<P>() {
+        // SAFETY: `a` is the running actor (us), which owns its `cancel`
+        // cell (see `Actor`'s field doc) and is alive while it runs.
+        Some(a) => unsafe { (*a).cancel.with(|c| *c) == CANCEL_UNWINDING },
+        None => false,
+    }
 }
 
 /// The id of the calling actor; `None` on a plain OS thread.
@@ -298,6 +450,198 @@ pub fn yield_now<P: Platform>() {
             suspend::<P>(a, Request::Yield)
         },
         None => P::yield_thread(),
+    }
+}
+
+/// An armed timer that is cancelled when dropped (also when the waiter
+/// unwinds), so a poke never outlives the wait it belongs to.
+pub(crate) struct Armed<P: Platform> {
+    entry: Arc<TimerEntry>,
+    _p: core::marker::PhantomData<fn() -> P>,
+}
+
+impl<P: Platform> Armed<P> {
+    /// Whether the timer fired.
+    pub(crate) fn has_fired(&self) -> bool {
+        self.entry.has_fired()
+    }
+}
+
+impl<P: Platform> Drop for Armed<P> {
+    fn drop(&mut self) {
+        if self.entry.cancel::<P>() {
+            let c = ctx::<P>();
+            if !c.is_null() {
+                // SAFETY: a non-null context is this thread's live worker
+                // context; the runtime it points at outlives its actors.
+                unsafe { (*(*c).core).timers.cancelled_one() };
+            }
+        }
+    }
+}
+
+/// Arms a timer on the caller's runtime that pokes `target` at
+/// `deadline` (ns, platform clock). `None` off the runtime's workers.
+pub(crate) fn arm<P: Platform>(deadline: u64, target: impl Poke + 'static) -> Option<Armed<P>> {
+    let c = ctx::<P>();
+    if c.is_null() {
+        return None;
+    }
+    let entry = timer::entry(target);
+    // SAFETY: a non-null context is this thread's live worker context.
+    let core = unsafe { &*(*c).core };
+    if let Some(i) = core.timers.arm(deadline, &entry) {
+        core.idle.notify_worker(i);
+    }
+    Some(Armed {
+        entry,
+        _p: core::marker::PhantomData,
+    })
+}
+
+/// Parks the calling actor until a wake, or until `deadline`, when the
+/// timer pokes `target` (which takes the caller's registration in the wait
+/// object, exactly as a sender would: see [`crate::timer`]). May return
+/// spuriously; callers re-check. On a plain thread: yields.
+pub(crate) fn park_until<P: Platform>(deadline: u64, target: impl Poke + 'static) {
+    let Some(armed) = arm::<P>(deadline, target) else {
+        return P::yield_thread();
+    };
+    park::<P>();
+    drop(armed);
+}
+
+/// Sleeps until `deadline` (ns on the platform clock): an actor parks (its
+/// worker runs others; a timer wakes it), a plain thread blocks.
+pub fn sleep_until<P: Platform>(deadline: u64) {
+    let Some(me) = current_actor::<P>() else {
+        let word = AtomicU32::new(0);
+        while P::now_ns() < deadline {
+            P::wait(&word, 0, Some(deadline));
+        }
+        return;
+    };
+    // SAFETY: the running actor owns `cancel`.
+    if unsafe { *(*me).cancel.get() } == CANCEL_UNWINDING || P::now_ns() >= deadline {
+        return;
+    }
+    // SAFETY: `me` is the running actor, alive while it runs; the entry
+    // takes one more reference for the timer's wake.
+    let me_arc = unsafe {
+        Arc::increment_strong_count(me);
+        Arc::from_raw(me)
+    };
+    // The entry is the sleep's only registration: the timer wakes us.
+    let poke = PokeWith(me_arc, |a: &Arc<Actor>| {
+        if let Some(a) = a.clone().wake() {
+            schedule(a);
+        }
+    });
+    let Some(armed) = arm::<P>(deadline, poke) else {
+        return;
+    };
+    while !armed.has_fired() {
+        park::<P>();
+    }
+    // Returns once the poke has returned (the Drop waits for FIRED).
+    drop(armed);
+}
+
+/// Sleeps for `d` (see [`sleep_until`]).
+pub fn sleep<P: Platform>(d: Duration) {
+    sleep_until::<P>(deadline_after::<P>(d))
+}
+
+/// A safe point for long-running code: yields if the calling actor's
+/// timeslice is spent (one read of the cycle counter). Off actors, or with
+/// timeslices off, it does nothing.
+#[inline]
+pub fn checkpoint<P: Platform>() {
+    let c = ctx::<P>();
+    if c.is_null() {
+        return;
+    }
+    // SAFETY: a non-null context is this thread's live worker context.
+    unsafe {
+        if (*c).current.is_null() || <P::Arch as Arch>::cycles() < (*c).slice_end {
+            return;
+        }
+        expire::<P>(c);
+    }
+}
+
+/// The safe point inside sends and receives: counts down a budget and
+/// reads the cycle counter only when it runs out.
+#[inline]
+pub(crate) fn safe_point<P: Platform>() {
+    let c = ctx::<P>();
+    if c.is_null() {
+        return;
+    }
+    // SAFETY: a non-null context is this thread's live worker context.
+    unsafe {
+        (*c).budget -= 1;
+        if (*c).budget != 0 {
+            return;
+        }
+        (*c).budget = SAFE_POINT_BUDGET;
+        if (*c).current.is_null() || <P::Arch as Arch>::cycles() < (*c).slice_end {
+            return;
+        }
+        expire::<P>(c);
+    }
+}
+
+/// The running actor's timeslice is spent: count it and yield.
+///
+/// # Safety
+///
+/// `c` is this thread's live worker context, running an actor.
+#[cold]
+unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
+    // SAFETY: contract; no reference is held across the yield.
+    unsafe {
+        let me = (*c).current;
+        if *(*me).cancel.get() == CANCEL_UNWINDING {
+            return;
+        }
+        (*(*c).core).workers[(*c).index].counters.timeslice_expiries(1);
+        suspend::<P>(me, Request::Yield);
+    }
+}
+
+/// Runs `f`, which may block its OS thread (file I/O, a C call, a lock),
+/// without stalling other actors: the worker hands its duty to another
+/// thread (a spare one, or a new one) and `f` runs on this thread, on the
+/// actor's own stack; the actor then rejoins the run queue. Inside `f` the
+/// caller is a plain thread as far as the runtime is concerned: receives
+/// block the thread, `spawn` needs a `Runtime` handle. Off actors, `f` just
+/// runs. A panic in `f` propagates after the actor has rejoined.
+pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
+    let Some(me) = current_actor::<P>() else {
+        return f();
+    };
+    // SAFETY: the running actor owns `cancel`.
+    if unsafe { *(*me).cancel.get() } == CANCEL_UNWINDING {
+        return f();
+    }
+    // SAFETY: `me` is the running actor; the worker hands its duty away and
+    // resumes us on this thread, detached (no current worker).
+    unsafe { suspend::<P>(me, Request::Block) };
+    let mut f = Some(f);
+    let mut out = None;
+    let r = P::catch_unwind(&mut || {
+        if let Some(f) = f.take() {
+            out = Some(f());
+        }
+    });
+    // SAFETY: as above; the thread's old worker frame requeues us and
+    // retires (the actor resumes on whichever worker takes it).
+    unsafe { suspend::<P>(me, Request::Rejoin) };
+    match (r, out) {
+        (Ok(()), Some(v)) => v,
+        (Err(payload), _) => P::resume_unwind(payload),
+        (Ok(()), None) => P::abort("smarm: a blocking call returned without a value"),
     }
 }
 
@@ -402,6 +746,25 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 }
 
+/// What a worker does after running an actor.
+enum Next {
+    /// Search for work.
+    Find,
+    /// Run this actor at once (it inherits the timeslice).
+    Run(Arc<Actor>),
+    /// Leave worker duty: another thread serves this worker now.
+    Retire,
+}
+
+/// Why [`run_worker`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkerExit {
+    /// The runtime finished.
+    Finished,
+    /// A blocking call handed this worker to another thread.
+    Retired,
+}
+
 impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Queues a runnable actor and wakes a sleeping worker if needed.
     #[inline]
@@ -413,6 +776,16 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         self.queue.push(a);
         if self.core.idle.notify_one() {
             counters.wakeups(1);
+        }
+    }
+
+    /// [`push`](Self::push) from a thread that is not (or no longer) a
+    /// worker: counted in the outside block.
+    fn push_outside(&self, a: Arc<Actor>) {
+        self.core.outside.shared_enqueued(1);
+        self.queue.push(a);
+        if self.core.idle.notify_one() {
+            self.core.outside.shared_wakeups(1);
         }
     }
 
@@ -433,30 +806,45 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
     }
 
-    /// Step 1 of a turn, short of sleeping.
+    /// Consecutive run-next runs before the queue is served first. With
+    /// timeslices on, an actor woken into the slot inherits its waker's
+    /// slice, so a ping-pong pair yields when their shared slice is spent
+    /// and needs no cap (the cap would hand the queue a full slice for
+    /// every three of the pair's turns).
+    #[inline]
+    fn run_next_cap(&self) -> u32 {
+        if self.core.slice_cycles != 0 {
+            u32::MAX
+        } else {
+            RUN_NEXT_CAP
+        }
+    }
+
+    /// Step 1 of a turn, short of sleeping. The flag says whether the actor
+    /// came from this worker's own run-next slot (it inherits the slice).
     ///
     /// # Safety
     ///
     /// `ctx` is the calling worker's context.
-    unsafe fn find_work(&self, ctx: *mut WorkerCtx<P>) -> Option<Arc<Actor>> {
+    unsafe fn find_work(&self, ctx: *mut WorkerCtx<P>) -> Option<(Arc<Actor>, bool)> {
         // SAFETY: `ctx` is ours (caller contract).
         let (index, streak) = unsafe { ((*ctx).index, &mut (*ctx).streak) };
         let me = &self.core.workers[index];
-        if *streak < RUN_NEXT_CAP {
+        if *streak < self.run_next_cap() {
             if let Some(a) = Self::take_slot(&me.run_next) {
                 *streak += 1;
                 me.counters.run_next(1);
-                return Some(a);
+                return Some((a, true));
             }
         }
         *streak = 0;
         if let Some(a) = self.pop_queue(me) {
-            return Some(a);
+            return Some((a, false));
         }
         // The cap skipped the slot and the queue was empty: run the slot.
         if let Some(a) = Self::take_slot(&me.run_next) {
             me.counters.run_next(1);
-            return Some(a);
+            return Some((a, false));
         }
         // Last pass: another worker's run-next slot, after a grace period
         // in which its owner may take it itself.
@@ -475,7 +863,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             }
             if let Some(a) = Self::take_slot(&victim.run_next) {
                 me.counters.steals(1);
-                return Some(a);
+                return Some((a, false));
             }
         }
         None
@@ -501,36 +889,134 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             || self.core.finished.load(Ordering::Relaxed)
     }
 
-    /// Nothing to run: sleep, or decide the worker is done. Returns `true`
-    /// when the worker should exit.
+    /// Fires the timers due now, if any may be (a Relaxed hint first).
+    #[inline]
+    fn fire_timers(&self, w: &WorkerShared) {
+        let t = &self.core.timers;
+        let mut now = 0;
+        if t.maybe_due(|| {
+            now = P::now_ns();
+            now
+        }) {
+            let n = t.fire(now);
+            w.counters.timer_fires(n);
+        }
+    }
+
+    /// Nothing to run: sleep (until the earliest timer, for the one worker
+    /// that claims them), or decide the worker is done. Returns `true` when
+    /// the worker should exit.
     fn idle(&self, index: usize) -> bool {
         let core = &self.core;
         if core.finished.load(Ordering::SeqCst) {
             return true;
         }
+        if core.shutdown.load(Ordering::SeqCst) && core.timers.next() != timer::NEVER {
+            // Shutdown does not wait for timers: fire them all now, so
+            // sleepers and timed waits resume and are cancelled (their
+            // joiners see `Cancelled`) instead of being abandoned.
+            let n = core.timers.fire(u64::MAX);
+            core.workers[index].counters.timer_fires(n);
+            return false;
+        }
         if core.shutdown.load(Ordering::SeqCst) {
-            // Every worker idle with nothing queued: the remaining actors (if
-            // any) are parked with nobody left to wake them.
+            // Every worker idle with nothing queued and nobody inside a
+            // blocking call: the remaining actors (if any) are parked with
+            // nobody left to wake them. (Timers of parked actors are not
+            // waited for: shutdown cancels.)
             let others_idle = core.idle.sleepers() as usize + 1 >= core.workers.len();
-            if core.live.load(Ordering::SeqCst) == 0 || others_idle {
-                core.finished.store(true, Ordering::SeqCst);
-                core.idle.notify_all();
+            let blocked = core.blocked.load(Ordering::SeqCst);
+            if core.live.load(Ordering::SeqCst) == 0 || (others_idle && blocked == 0) {
+                self.finish();
                 return true;
             }
         }
-        if core.idle.sleep(index, || self.has_work(), None) {
-            core.workers[index].counters.parks(1);
+        let w = &core.workers[index];
+        // Due timers first: what they wake lands in our run-next slot, and
+        // the sleep below re-checks it.
+        self.fire_timers(w);
+        let t = &core.timers;
+        let claimed = t.claim(index);
+        let deadline = if claimed { t.next() } else { timer::NEVER };
+        let slept = core.idle.sleep(
+            index,
+            || {
+                self.has_work()
+                    || (claimed && t.changed(deadline))
+                    // At shutdown, the last worker to go idle must not
+                    // sleep: it decides that the runtime is finished (two
+                    // workers checking `others_idle` at once both see the
+                    // other awake; once on the list, the later sees both).
+                    || (core.shutdown.load(Ordering::SeqCst)
+                        && core.idle.sleepers() as usize >= core.workers.len())
+            },
+            (deadline != timer::NEVER).then_some(deadline),
+        );
+        if claimed {
+            t.release(index);
+            // Timers remain and other workers sleep without a deadline:
+            // hand the role to one of them (we may be about to run a long
+            // actor).
+            if t.next() != timer::NEVER && core.idle.sleepers() > 0 {
+                core.idle.notify_one();
+            }
         }
+        if slept {
+            w.counters.parks(1);
+        }
+        // Whatever woke us, timers may be due.
+        self.fire_timers(w);
         false
     }
 
+    /// Marks the runtime finished and releases every waiting thread.
+    fn finish(&self) {
+        let core = &self.core;
+        core.finished.store(true, Ordering::SeqCst);
+        core.idle.notify_all();
+        let spares = core::mem::take(&mut *core.spares.lock());
+        for s in spares {
+            // Release: pairs with the spare's Acquire load.
+            s.word.store(SPARE_EXIT, Ordering::Release);
+            P::wake_one(&s.word);
+        }
+    }
+
+    /// Hands worker `index` to a spare thread, or to a new one.
+    fn hand_off(&self, index: usize) {
+        let spare = self.core.spares.lock().pop();
+        if let Some(s) = spare {
+            // Release: pairs with the spare's Acquire load; everything this
+            // worker did is visible to its successor.
+            s.word.store(index as u32 + 1, Ordering::Release);
+            P::wake_one(&s.word);
+            return;
+        }
+        // SAFETY: `self` lives in the `Arc` the builder made (every
+        // `Shared` does) and is alive (we run on one of its workers): take
+        // one more reference for the new thread.
+        let me = unsafe {
+            Arc::increment_strong_count(self as *const Self);
+            Arc::from_raw(self as *const Self)
+        };
+        let name = alloc::format!("smarm-worker-{index}+");
+        match P::spawn_thread(name, Box::new(move || worker_thread(&me, index))) {
+            Ok(t) => self.core.extra_threads.lock().push(t),
+            // No thread: the blocked actor's worker stays without a thread
+            // until a spare comes back; nothing is lost, but its queue
+            // waits. Better than failing the call the actor already made.
+            Err(_) => P::abort("smarm: no thread to take over a worker during a blocking call"),
+        }
+    }
+
     /// Steps 2–4: runs `a` until it switches back, then carries out its
-    /// request. Returns an actor to run next without searching.
+    /// request. `inherit`: keep the current timeslice (the actor was handed
+    /// over by the last turn or woken into our run-next slot).
     ///
     /// # Safety
     ///
     /// `ctx` is the calling worker's context.
-    unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: Arc<Actor>) -> Option<Arc<Actor>> {
+    unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: Arc<Actor>, inherit: bool) -> Next {
         // SAFETY: (whole body) `ctx` is ours; we own `a` (we took it from a
         // queue/slot or were handed it), so its cells are ours until we
         // publish it again.
@@ -547,16 +1033,30 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             if self.core.shutdown.load(Ordering::Relaxed) && *a.cancel.get() == CANCEL_NONE {
                 *a.cancel.get() = CANCEL_REQUESTED;
             }
+            if !inherit && self.core.slice_cycles != 0 {
+                // A plain read: an lfence here cost 21% of a round trip.
+                (*ctx).slice_end = <P::Arch as Arch>::cycles().saturating_add(self.core.slice_cycles);
+            }
+            let monitored = self.core.hold_ns != 0;
+            if monitored {
+                (*ctx).resumes += 1;
+                // Relaxed: samples for the monitor, which tolerates staleness.
+                w.resumes.store((*ctx).resumes, Ordering::Relaxed);
+                w.running.store(a.id, Ordering::Relaxed);
+            }
             (*ctx).current = Arc::as_ptr(&a);
             let back = <P::Arch as Arch>::switch(*a.sp.get());
             *a.sp.get() = back;
             (*ctx).current = ptr::null();
+            if monitored {
+                self.end_hold(w, index, a.id, (*ctx).resumes);
+            }
             w.counters.switches(1);
             match mem::replace(&mut *a.request.get(), Request::None) {
                 Request::Yield => {
                     a.state.store(RUNNABLE, Ordering::Relaxed);
                     self.push(a, &w.counters);
-                    None
+                    Next::Find
                 }
                 Request::Park => {
                     // AcqRel: Release publishes the saved sp to the waker's
@@ -565,17 +1065,17 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                         .state
                         .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
                     {
-                        Ok(_) => None, // the waker's registration holds it now
+                        Ok(_) => Next::Find, // the waker's registration holds it now
                         Err(s) => {
                             debug_assert_eq!(s, NOTIFIED);
                             a.state.store(RUNNING, Ordering::Relaxed);
-                            Some(a)
+                            Next::Run(a)
                         }
                     }
                 }
                 Request::Spawn(child) => {
                     self.put_run_next(w, a);
-                    Some(child)
+                    Next::Run(child)
                 }
                 Request::Exit(wake) => {
                     // Release: a joiner never reads it; debugging aid only.
@@ -591,16 +1091,100 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     if let Some(j) = wake.and_then(Actor::wake) {
                         self.put_run_next(w, j);
                     }
-                    None
+                    Next::Find
                 }
-                Request::None => P::abort("smarm: an actor switched out without a request"),
+                Request::Block => {
+                    w.counters.blocking_handoffs(1);
+                    self.core.blocked.fetch_add(1, Ordering::SeqCst);
+                    // From here on this thread is no longer worker `index`:
+                    // it touches none of the worker's shared state again.
+                    self.hand_off(index);
+                    P::set_current_worker(ptr::null_mut());
+                    let back = <P::Arch as Arch>::switch(*a.sp.get());
+                    *a.sp.get() = back;
+                    match mem::replace(&mut *a.request.get(), Request::None) {
+                        Request::Rejoin => {}
+                        _ => P::abort("smarm: an actor left a blocking call without rejoining"),
+                    }
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    self.push_outside(a);
+                    self.core.blocked.fetch_sub(1, Ordering::SeqCst);
+                    Next::Retire
+                }
+                Request::Rejoin | Request::None => {
+                    P::abort("smarm: an actor switched out without a request")
+                }
+            }
+        }
+    }
+
+    /// After an actor switched out of worker `index` (long-hold monitor
+    /// on): clears the running id and, if the monitor reported this hold,
+    /// reports its full length.
+    #[inline]
+    fn end_hold(&self, w: &WorkerShared, index: usize, id: u64, resumes: u64) {
+        // Relaxed: samples for the monitor.
+        w.running.store(0, Ordering::Relaxed);
+        if w.hold_since.load(Ordering::Relaxed) != 0 {
+            self.report_end_hold(w, index, id, resumes);
+        }
+    }
+
+    #[cold]
+    fn report_end_hold(&self, w: &WorkerShared, index: usize, id: u64, resumes: u64) {
+        // Acquire: pairs with the monitor's Release store of `hold_since`,
+        // after its store of `hold_seq`.
+        let since = w.hold_since.swap(0, Ordering::Acquire);
+        // A report about an earlier hold that ended while the monitor was
+        // reporting it (Relaxed: ordered by the swap above).
+        if since == 0 || w.hold_seq.load(Ordering::Relaxed) != resumes {
+            return;
+        }
+        if let Some(hook) = &self.core.hold_hook {
+            hook(&LongHold {
+                actor: id,
+                worker: index,
+                held: Duration::from_nanos(P::now_ns().saturating_sub(since)),
+                finished: true,
+            });
+        }
+    }
+}
+
+/// The body of a worker thread: serves worker `index`, then, if a blocking
+/// call took it off duty, waits as a spare to take over another worker.
+pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) {
+    let mut index = index;
+    while run_worker(shared, index) == WorkerExit::Retired {
+        let spare = Arc::new(Spare {
+            word: AtomicU32::new(0),
+        });
+        {
+            let mut list = shared.core.spares.lock();
+            // Under the lock: `finish` sets `finished` before draining the
+            // list under it, so either it drains us or we see the flag.
+            if shared.core.finished.load(Ordering::SeqCst) {
+                return;
+            }
+            list.push(spare.clone());
+        }
+        loop {
+            // Acquire: pairs with the Release store in `hand_off`/`finish`.
+            match spare.word.load(Ordering::Acquire) {
+                0 => P::wait(&spare.word, 0, None),
+                SPARE_EXIT => return,
+                i => {
+                    index = i as usize - 1;
+                    break;
+                }
             }
         }
     }
 }
 
-/// The body of worker thread `index`.
-pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) {
+/// Serves worker `index` until the runtime finishes or a blocking call
+/// retires this thread from it.
+pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) -> WorkerExit {
     let mut ctx = WorkerCtx::<P> {
         core: &shared.core,
         index,
@@ -610,30 +1194,95 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, ind
         streak: 0,
         id_next: 0,
         id_end: 0,
+        slice_end: u64::MAX,
+        budget: SAFE_POINT_BUDGET,
+        timer_turns: TIMER_CHECK_TURNS,
+        resumes: 0,
     };
     let ctxp: *mut WorkerCtx<P> = &mut ctx;
     P::set_current_worker(ctxp.cast());
-    let mut next: Option<Arc<Actor>> = None;
-    loop {
-        let a = match next.take() {
-            Some(a) => a,
+    let w = &shared.core.workers[index];
+    let mut next = Next::Find;
+    let exit = loop {
+        // SAFETY: `ctxp` is this worker's context; no reference to it is
+        // held across a switch.
+        unsafe {
+            (*ctxp).timer_turns -= 1;
+            if (*ctxp).timer_turns == 0 {
+                (*ctxp).timer_turns = TIMER_CHECK_TURNS;
+                shared.fire_timers(w);
+            }
+        }
+        let (a, inherit) = match mem::replace(&mut next, Next::Find) {
+            Next::Run(a) => (a, true),
+            Next::Retire => break WorkerExit::Retired,
             // SAFETY: `ctxp` is this worker's context.
-            None => match unsafe { shared.find_work(ctxp) } {
-                Some(a) => a,
+            Next::Find => match unsafe { shared.find_work(ctxp) } {
+                Some(found) => found,
                 None => {
                     if shared.idle(index) {
-                        break;
+                        break WorkerExit::Finished;
                     }
                     continue;
                 }
             },
         };
         // SAFETY: `ctxp` is this worker's context.
-        next = unsafe { shared.run(ctxp, a) };
-    }
+        next = unsafe { shared.run(ctxp, a, inherit) };
+    };
     P::set_current_worker(ptr::null_mut());
     // SAFETY: the worker loop has ended; nothing else uses the context.
     let stacks = unsafe { &mut (*ctxp).stacks };
     shared.core.pool.free_local(stacks);
     // (The node cache frees its blocks when `ctx` drops.)
+    exit
+}
+
+/// The long-hold monitor: samples every worker every quarter of the bound
+/// and reports an actor that has held one past the bound without reaching
+/// a safe point (once per hold; the worker reports the hold's full length
+/// when it ends).
+pub(crate) fn run_monitor<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>) {
+    let core = &shared.core;
+    let n = core.workers.len();
+    let period = (core.hold_ns / 4).max(100_000);
+    // Per worker: the resume count last seen, and when it was first seen.
+    let mut seen: Vec<(u64, u64)> = (0..n).map(|_| (u64::MAX, 0)).collect();
+    let mut reported: Vec<bool> = (0..n).map(|_| false).collect();
+    loop {
+        let now = P::now_ns();
+        // SeqCst: pairs with the store in `Runtime::stop`.
+        if core.monitor_word.load(Ordering::SeqCst) != 0 {
+            return;
+        }
+        for (i, w) in core.workers.iter().enumerate() {
+            // Relaxed: samples (see `WorkerShared`).
+            let resumes = w.resumes.load(Ordering::Relaxed);
+            let id = w.running.load(Ordering::Relaxed);
+            if id == 0 || resumes != seen[i].0 {
+                seen[i] = (resumes, now);
+                reported[i] = false;
+                continue;
+            }
+            let held = now - seen[i].1;
+            if held >= core.hold_ns && !reported[i] {
+                reported[i] = true;
+                // The monitor is this counter's only writer.
+                w.counters.long_holds(1);
+                if let Some(hook) = &core.hold_hook {
+                    hook(&LongHold {
+                        actor: id,
+                        worker: i,
+                        held: Duration::from_nanos(held),
+                        finished: false,
+                    });
+                }
+                // Relaxed, then Release: pairs with the worker's Acquire
+                // swap of `hold_since`, which it reads `hold_seq` after.
+                w.hold_seq.store(resumes, Ordering::Relaxed);
+                w.hold_since.store(seen[i].1.max(1), Ordering::Release);
+            }
+        }
+        P::wait(&core.monitor_word, 0, Some(now + period));
+    }
 }

@@ -19,6 +19,9 @@ use crate::sync::{AtomicU32, Ordering};
 /// A plain OS thread's wake word: `0` while it waits, `1` once woken.
 pub(crate) struct ThreadWaiter {
     word: AtomicU32,
+    /// The platform's futex wake (so waking needs no platform parameter:
+    /// a timer's poke is type-erased).
+    wake: fn(&AtomicU32),
 }
 
 /// Whoever waits: an actor (parks) or an OS thread (futex-waits).
@@ -39,6 +42,7 @@ impl Waiter {
             }),
             None => Waiter::Thread(Arc::new(ThreadWaiter {
                 word: AtomicU32::new(0),
+                wake: P::wake_one,
             })),
         }
     }
@@ -68,7 +72,7 @@ impl Waiter {
     }
 
     /// Wakes the waiter (consumes the registration).
-    pub(crate) fn wake<P: Platform>(self) {
+    pub(crate) fn wake(self) {
         match self {
             Waiter::Actor(a) => {
                 if let Some(a) = a.wake() {
@@ -78,7 +82,7 @@ impl Waiter {
             Waiter::Thread(t) => {
                 // Release: publishes what the waker wrote before waking.
                 t.word.store(1, Ordering::Release);
-                P::wake_one(&t.word);
+                (t.wake)(&t.word);
             }
         }
     }

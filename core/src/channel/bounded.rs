@@ -59,7 +59,9 @@ use alloc::collections::VecDeque;
 use core::fmt;
 
 use super::chan::{cancelled, Chan};
-use super::{Arc, CapacityError, RecvError, SendError, TryRecvError, TrySendError};
+use super::{Arc, CapacityError, RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+use crate::timer::PokeWith;
+use core::time::Duration;
 use crate::lock::Mutex;
 use crate::platform::Platform;
 use crate::sched;
@@ -185,7 +187,7 @@ impl<T, P: Platform> Bounded<T, P> {
         let w = Self::pop_waiter(&self.blocked, &mut self.waiters.lock());
         // Woken outside the lock: an actor wake touches the run queues.
         if let Some(w) = w {
-            w.wake::<P>();
+            w.wake();
         }
     }
 
@@ -262,7 +264,7 @@ impl<T, P: Platform> Bounded<T, P> {
             }
         };
         if let Some(w) = pass_on {
-            w.wake::<P>();
+            w.wake();
         }
     }
 }
@@ -364,6 +366,32 @@ impl<T, P: Platform> BoundedReceiver<T, P> {
         Ok(v)
     }
 
+    /// The next message, waiting at most `timeout` (freeing its slot):
+    /// `Timeout` if none came, `Disconnected` if none will come.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<T, RecvTimeoutError>
+    where
+        T: Send + 'static,
+    {
+        self.recv_deadline(sched::deadline_after::<P>(timeout))
+    }
+
+    /// [`recv_timeout`](Self::recv_timeout) with a deadline in ns on the
+    /// platform's monotonic clock.
+    pub fn recv_deadline(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
+    where
+        T: Send + 'static,
+    {
+        let shared = self.shared.clone();
+        // SAFETY: `&mut self`: this receiver is the queue's only consumer.
+        let v = unsafe {
+            self.shared.chan.recv_deadline::<P, _>(deadline_ns, || {
+                PokeWith(shared.clone(), |b: &Arc<Bounded<T, P>>| b.chan.wake_receiver())
+            })
+        }?;
+        self.shared.release_slot();
+        Ok(v)
+    }
+
     /// The next message if one is here now (freeing its slot).
     #[inline]
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
@@ -390,7 +418,7 @@ impl<T, P: Platform> Drop for BoundedReceiver<T, P> {
             core::mem::take(&mut list.queue)
         };
         for (_, w) in waiting {
-            w.wake::<P>();
+            w.wake();
         }
     }
 }

@@ -76,30 +76,22 @@ use core::ptr;
 
 use alloc::sync::Arc;
 
-use crate::actor::{Actor, CANCEL_UNWINDING};
+use crate::actor::Actor;
 use crate::mpsc::{MpscQueue, Pop};
 use crate::platform::Platform;
 use crate::sched;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
 use crate::wait::{ThreadWaiter, Waiter};
 
-use super::{RecvError, TryRecvError};
+use super::{RecvError, RecvTimeoutError, TryRecvError};
+use crate::timer::Poke;
 
 /// `state` bit: every sender was dropped.
 const TX_GONE: u32 = 1;
 /// `state` bit: the receiver was dropped.
 const RX_GONE: u32 = 2;
 
-/// Whether the caller is an actor unwinding from a shutdown cancellation:
-/// a wait would never end (nobody resumes it), so channel calls give up.
-pub(super) fn cancelled<P: Platform>() -> bool {
-    match sched::current_actor::<P>() {
-        // SAFETY: `a` is the running actor (us), which owns its `cancel`
-        // cell (see `Actor`'s field doc) and is alive while it runs.
-        Some(a) => unsafe { (*a).cancel.with(|c| *c) == CANCEL_UNWINDING },
-        None => false,
-    }
-}
+pub(super) use crate::sched::unwinding as cancelled;
 
 // ---------------------------------------------------------------------------
 // The waiter slot
@@ -247,14 +239,18 @@ impl<T> Chan<T> {
         unsafe { self.queue.push(sched::node_alloc::<T, P>(), v) };
         // S3.
         if self.rx.is_set() {
-            self.wake_receiver::<P>();
+            self.wake_receiver();
         }
+        // A safe point: an actor whose timeslice is spent yields here.
+        sched::safe_point::<P>();
     }
 
+    /// `S3`'s slow path, `D2`, and a receive timer's poke: takes the
+    /// registration, if any, and wakes it.
     #[cold]
-    fn wake_receiver<P: Platform>(&self) {
+    pub(super) fn wake_receiver(&self) {
         if let Some(w) = self.rx.take() {
-            w.wake::<P>();
+            w.wake();
         }
     }
 
@@ -279,7 +275,7 @@ impl<T> Chan<T> {
         self.state.fetch_or(TX_GONE, Ordering::SeqCst);
         // D2.
         if self.rx.is_set() {
-            self.wake_receiver::<P>();
+            self.wake_receiver();
         }
     }
 
@@ -335,6 +331,8 @@ impl<T> Chan<T> {
     ///
     /// Receiver only, as for [`pop`](Self::pop).
     pub(super) unsafe fn recv<P: Platform>(&self) -> Result<T, RecvError> {
+        // A safe point: an actor whose timeslice is spent yields here.
+        sched::safe_point::<P>();
         loop {
             // SAFETY: forwarded contract.
             match unsafe { self.try_recv::<P>() } {
@@ -342,7 +340,7 @@ impl<T> Chan<T> {
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {
                     // SAFETY: forwarded contract.
-                    if !unsafe { self.wait::<P>() } {
+                    if !unsafe { self.wait::<P>(None, || sched::park::<P>()) } {
                         return Err(RecvError);
                     }
                 }
@@ -350,14 +348,52 @@ impl<T> Chan<T> {
         }
     }
 
-    /// `R1`–`R3`. Returns `false` instead of waiting when the caller is an
-    /// actor being cancelled.
+    /// Waits for a message until `deadline` (platform ns) at most; an
+    /// actor's wait is ended at the deadline by a timer poking `poke()`
+    /// (which must take this channel's registration: `wake_receiver`). A
+    /// message racing the deadline is returned, not lost (one more pop
+    /// after the wait is withdrawn).
+    ///
+    /// # Safety
+    ///
+    /// Receiver only, as for [`pop`](Self::pop).
+    pub(super) unsafe fn recv_deadline<P: Platform, K: Poke + 'static>(
+        &self,
+        deadline: u64,
+        poke: impl Fn() -> K,
+    ) -> Result<T, RecvTimeoutError> {
+        sched::safe_point::<P>();
+        loop {
+            // SAFETY: forwarded contract.
+            match unsafe { self.try_recv::<P>() } {
+                Ok(v) => return Ok(v),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) => {}
+            }
+            if P::now_ns() >= deadline || cancelled::<P>() {
+                // Withdraw (a registration a waker took is its to wake).
+                drop(self.rx.take());
+                // SAFETY: forwarded contract.
+                return match unsafe { self.try_recv::<P>() } {
+                    Ok(v) => Ok(v),
+                    Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+                    Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
+                };
+            }
+            // SAFETY: forwarded contract.
+            unsafe { self.wait::<P>(Some(deadline), || sched::park_until::<P>(deadline, poke())) };
+        }
+    }
+
+    /// `R1`–`R3`; an actor waits by calling `park`, a thread until
+    /// `deadline` at most. Returns `false` instead of waiting when the
+    /// caller is an actor being cancelled.
     ///
     /// # Safety
     ///
     /// Receiver only, as for [`pop`](Self::pop).
     #[cold]
-    unsafe fn wait<P: Platform>(&self) -> bool {
+    unsafe fn wait<P: Platform>(&self, deadline: Option<u64>, park: impl FnOnce()) -> bool {
         if cancelled::<P>() {
             return false;
         }
@@ -376,8 +412,8 @@ impl<T> Chan<T> {
         }
         // R3.
         match thread {
-            Some(t) => Waiter::Thread(t).wait::<P>(None),
-            None => sched::park::<P>(),
+            Some(t) => Waiter::Thread(t).wait::<P>(deadline),
+            None => park(),
         }
         true
     }

@@ -82,7 +82,7 @@ impl<T> Inner<T> {
     unsafe fn wake_receiver<P: Platform>(&self) {
         // SAFETY: forwarded contract.
         if let Some(w) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
-            w.wake::<P>();
+            w.wake();
         }
     }
 

@@ -6,9 +6,13 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use core::time::Duration;
+
 use super::chan::Chan;
-use super::{Arc, RecvError, SendError, TryRecvError};
+use super::{Arc, RecvError, RecvTimeoutError, SendError, TryRecvError};
 use crate::platform::Platform;
+use crate::sched;
+use crate::timer::PokeWith;
 
 /// The sending half of an unbounded channel: clone it, share it, send from
 /// actors and plain threads alike. The channel disconnects when the last
@@ -93,6 +97,30 @@ impl<T, P: Platform> Receiver<T, P> {
     pub fn recv(&mut self) -> Result<T, RecvError> {
         // SAFETY: `&mut self`: this receiver is the queue's only consumer.
         unsafe { self.chan.recv::<P>() }
+    }
+
+    /// The next message, waiting at most `timeout`: `Timeout` if none came
+    /// (senders remain), `Disconnected` if none will come.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<T, RecvTimeoutError>
+    where
+        T: Send + 'static,
+    {
+        self.recv_deadline(sched::deadline_after::<P>(timeout))
+    }
+
+    /// [`recv_timeout`](Self::recv_timeout) with a deadline in ns on the
+    /// platform's monotonic clock.
+    pub fn recv_deadline(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
+    where
+        T: Send + 'static,
+    {
+        let chan = self.chan.clone();
+        // SAFETY: as in `recv`.
+        unsafe {
+            self.chan.recv_deadline::<P, _>(deadline_ns, || {
+                PokeWith(chan.clone(), |c: &Arc<Chan<T>>| c.wake_receiver())
+            })
+        }
     }
 
     /// The next message if one is here now: `Empty` if not (senders

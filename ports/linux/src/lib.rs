@@ -253,3 +253,25 @@ unsafe impl Platform for Linux {
 }
 
 smarm_core::port_api!(Linux);
+
+#[cfg(test)]
+mod tests {
+    use smarm_core::lock::{FutexLock, Mutex};
+
+    use crate::Linux;
+
+    #[test]
+    fn failed_try_lock_leaves_the_holders_lock_held() {
+        // Regression: `try_lock` once built its guard eagerly, and the
+        // guard of a failed attempt unlocked the holder's lock on drop.
+        let m: Mutex<FutexLock<Linux>, u32> = Mutex::new(0);
+        let held = m.lock();
+        assert!(m.try_lock().is_none());
+        assert!(m.try_lock().is_none(), "a failed try_lock released the holder's lock");
+        drop(held);
+        let mut g = m.try_lock().expect("free after the holder unlocked");
+        *g += 1;
+        drop(g);
+        assert_eq!(*m.lock(), 1);
+    }
+}
