@@ -209,7 +209,10 @@ fn ping_pong_pair_does_not_starve_a_queued_actor_without_timeslices() {
         // the queued actor progress every few messages.
         let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
         let ticks = queued_actor_ticks(rt, 20_000);
-        assert!(ticks > 1000, "the queued actor ran only {ticks} times in 40,000 messages");
+        assert!(
+            ticks > 1000,
+            "the queued actor ran only {ticks} times in 40,000 messages"
+        );
     });
 }
 
@@ -221,6 +224,9 @@ fn ping_pong_pair_does_not_starve_a_queued_actor_with_timeslices() {
         // each, so the queued actor must have run at least ten times.
         let rt = Runtime::builder().workers(1).build().unwrap();
         let ticks = queued_actor_ticks(rt, 200_000);
-        assert!(ticks >= 10, "the queued actor ran only {ticks} times in 400,000 messages");
+        assert!(
+            ticks >= 10,
+            "the queued actor ran only {ticks} times in 400,000 messages"
+        );
     });
 }

@@ -89,7 +89,11 @@ fn ten_thousand_sleepers_all_wake_after_their_deadlines() {
                 h.join().unwrap();
             }
         });
-        assert_eq!(early.load(Ordering::SeqCst), 0, "some sleepers woke before their deadline");
+        assert_eq!(
+            early.load(Ordering::SeqCst),
+            0,
+            "some sleepers woke before their deadline"
+        );
         assert_eq!(rt.counters().total().timer_fires - before, 10_000);
     });
 }
@@ -158,7 +162,10 @@ fn message_racing_the_deadline_is_delivered_exactly_once() {
         });
         sender.join().unwrap();
         let timeouts = h.join().unwrap();
-        assert!(timeouts > 0, "no timeout raced a message: the test did not exercise the race");
+        assert!(
+            timeouts > 0,
+            "no timeout raced a message: the test did not exercise the race"
+        );
     });
 }
 
@@ -185,7 +192,10 @@ fn channel_recv_timeout_from_actors_and_threads() {
         // Thread receiver on a bounded channel fed by an actor.
         let (btx, mut brx) = smarm::bounded::<u32>(1);
         let t = Instant::now();
-        assert_eq!(brx.recv_timeout(Duration::from_millis(10)), Err(RecvTimeoutError::Timeout));
+        assert_eq!(
+            brx.recv_timeout(Duration::from_millis(10)),
+            Err(RecvTimeoutError::Timeout)
+        );
         assert!(t.elapsed() >= Duration::from_millis(10));
         let p = rt.spawn(move || {
             for i in 0..100 {
@@ -196,7 +206,10 @@ fn channel_recv_timeout_from_actors_and_threads() {
             assert_eq!(brx.recv_timeout(Duration::from_secs(30)), Ok(i));
         }
         p.join().unwrap();
-        assert_eq!(brx.recv_timeout(Duration::from_secs(30)), Err(RecvTimeoutError::Disconnected));
+        assert_eq!(
+            brx.recv_timeout(Duration::from_secs(30)),
+            Err(RecvTimeoutError::Disconnected)
+        );
     });
 }
 
@@ -233,7 +246,7 @@ fn bounded_recv_timeout_in_an_actor_races_senders() {
 fn join_timeout_from_an_actor_hands_the_handle_back() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let (gate_tx, mut gate_rx) = smarm::oneshot::<()>();
+        let (gate_tx, gate_rx) = smarm::oneshot::<()>();
         let r = rt.block_on(move || {
             let slow = smarm::spawn(move || {
                 gate_rx.recv().unwrap();
@@ -246,7 +259,12 @@ fn join_timeout_from_an_actor_hands_the_handle_back() {
             };
             let waited = t.elapsed();
             gate_tx.send(()).unwrap();
-            (waited, slow.join_timeout(Duration::from_secs(30)).ok().map(|r| r.unwrap()))
+            (
+                waited,
+                slow.join_timeout(Duration::from_secs(30))
+                    .ok()
+                    .map(|r| r.unwrap()),
+            )
         });
         assert!(r.0 >= Duration::from_millis(20), "gave up early: {:?}", r.0);
         assert_eq!(r.1, Some(42));
@@ -257,7 +275,9 @@ fn join_timeout_from_an_actor_hands_the_handle_back() {
 fn shutdown_cancels_sleepers_without_waiting_for_their_timers() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let hs: Vec<_> = (0..100).map(|_| rt.spawn(|| smarm::sleep(Duration::from_secs(3600)))).collect();
+        let hs: Vec<_> = (0..100)
+            .map(|_| rt.spawn(|| smarm::sleep(Duration::from_secs(3600))))
+            .collect();
         // Wait until every sleeper has armed its timer (parked).
         smarm_tests::eventually(30, "sleepers parked", || rt.counters().total().switches >= 100);
         let t = Instant::now();

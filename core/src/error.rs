@@ -63,9 +63,9 @@ impl fmt::Display for BuildError {
             BuildError::QueueTooSmall { requested } => {
                 write!(f, "run-queue capacity {requested} is below the minimum of 2")
             }
-            BuildError::ZeroTimeslice => {
-                f.write_str("a zero timeslice would yield at every safe point; use timeslice(None) to turn them off")
-            }
+            BuildError::ZeroTimeslice => f.write_str(
+                "a zero timeslice would yield at every safe point; use timeslice(None) to turn them off",
+            ),
             BuildError::ZeroLongHold => f.write_str("the long-hold bound must be above zero"),
             BuildError::Thread(e) => write!(f, "starting a worker thread failed: {}", e.message),
         }

@@ -243,9 +243,12 @@ impl<T, P: Platform> JoinHandle<T, P> {
             return self.slot.take(self.id);
         }
         match crate::sched::current_actor::<P>() {
-            // SAFETY: `current_actor` returned the actor running on this
-            // worker, which is us; it stays alive while we run.
-            Some(me) => unsafe { self.join_as_actor(me, None) }.unwrap_or(Err(JoinError::Cancelled { id: self.id })),
+            Some(me) => {
+                // SAFETY: `current_actor` returned the actor running on this
+                // worker, which is us; it stays alive while we run.
+                let r = unsafe { self.join_as_actor(me, None) };
+                r.unwrap_or(Err(JoinError::Cancelled { id: self.id }))
+            }
             // Without a deadline the wait only ends with a result.
             None => self
                 .join_as_thread(None)
@@ -324,11 +327,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
             match self.slot.state.load(Ordering::Acquire) {
                 DONE => return Some(self.slot.take(self.id)),
                 // Not registered (first pass, or a timer's poke took it).
-                EMPTY => {
-                    if !self.register(me) {
-                        return Some(self.slot.take(self.id));
-                    }
-                }
+                EMPTY if !self.register(me) => return Some(self.slot.take(self.id)),
                 _ => {}
             }
             // SAFETY: `cancel` is owned by the running actor (us).

@@ -81,10 +81,10 @@ use core::marker::PhantomData;
 use crate::mpsc::{MpscQueue, Pop};
 use crate::platform::Platform;
 use crate::sched;
-use crate::timer::PokeWith;
-use core::time::Duration;
 use crate::sync::{AtomicU32, Backoff, Ordering, UnsafeCell};
+use crate::timer::PokeWith;
 use crate::wait::Waiter;
+use core::time::Duration;
 
 const IDLE: u32 = 0;
 const WAITING: u32 = 1;

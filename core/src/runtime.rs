@@ -32,7 +32,9 @@ use crate::join::JoinHandle;
 use crate::mailbox::{self, Addr, Mailbox};
 use crate::platform::Platform;
 use crate::queue::{RingQueue, RunQueue};
-use crate::sched::{run_monitor, worker_thread, LongHold, RtCore, SchedConfig, Schedule, Shared, WorkerCtx};
+use crate::sched::{
+    run_monitor, worker_thread, LongHoldHook, RtCore, SchedConfig, Schedule, Shared, WorkerCtx,
+};
 use crate::sync::Ordering;
 use core::time::Duration;
 
@@ -123,7 +125,7 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
     /// the `long_holds` counter and calls `hook` (if any) with the actor
     /// and how long so far, then once more from the worker when the hold
     /// ends. The hook runs on the monitor or worker thread: keep it short.
-    pub fn long_hold(mut self, bound: Duration, hook: Option<Arc<dyn Fn(&LongHold) + Send + Sync>>) -> Self {
+    pub fn long_hold(mut self, bound: Duration, hook: Option<LongHoldHook>) -> Self {
         self.long_hold = Some((bound, hook));
         self
     }

@@ -1111,9 +1111,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     self.core.blocked.fetch_sub(1, Ordering::SeqCst);
                     Next::Retire
                 }
-                Request::Rejoin | Request::None => {
-                    P::abort("smarm: an actor switched out without a request")
-                }
+                Request::Rejoin | Request::None => P::abort("smarm: an actor switched out without a request"),
             }
         }
     }

@@ -312,8 +312,7 @@ impl<L: RawLock> Timers<L> {
         let mut fired = 0;
         for e in due {
             // AcqRel: pairs with the waiter's CAS in `cancel` (one wins).
-            if e
-                .state
+            if e.state
                 .compare_exchange(ARMED, FIRING, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {

@@ -60,13 +60,13 @@ use core::fmt;
 
 use super::chan::{cancelled, Chan};
 use super::{Arc, CapacityError, RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
-use crate::timer::PokeWith;
-use core::time::Duration;
 use crate::lock::Mutex;
 use crate::platform::Platform;
 use crate::sched;
 use crate::sync::{AtomicUsize, Ordering, LOOM};
+use crate::timer::PokeWith;
 use crate::wait::Waiter;
+use core::time::Duration;
 
 /// Senders blocked on a full channel, oldest first.
 struct WaitList {
@@ -342,7 +342,7 @@ impl<T, P: Platform> Clone for BoundedSender<T, P> {
 
 impl<T, P: Platform> Drop for BoundedSender<T, P> {
     fn drop(&mut self) {
-        self.shared.chan.drop_sender::<P>();
+        self.shared.chan.drop_sender();
     }
 }
 

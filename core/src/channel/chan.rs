@@ -263,7 +263,7 @@ impl<T> Chan<T> {
     }
 
     /// A sender handle was dropped: the last one disconnects (`D1`–`D2`).
-    pub(super) fn drop_sender<P: Platform>(&self) {
+    pub(super) fn drop_sender(&self) {
         // AcqRel: Release orders this sender's pushes before the decrement;
         // the last decrement's Acquire reads the release sequence of all
         // the others, so `D1` below publishes every push ("Disconnection,

@@ -79,7 +79,7 @@ impl<T> Inner<T> {
     ///
     /// The caller's swap or CAS took the state out of `WAITING` (Acquire),
     /// so `waiter` is the caller's.
-    unsafe fn wake_receiver<P: Platform>(&self) {
+    unsafe fn wake_receiver(&self) {
         // SAFETY: forwarded contract.
         if let Some(w) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
             w.wake();
@@ -144,7 +144,7 @@ impl<T, P: Platform> OneshotSender<T, P> {
         // (WAITING) or its drop (RX_GONE).
         match inner.state.swap(SENT, Ordering::AcqRel) {
             // SAFETY: our swap took the state out of WAITING.
-            WAITING => unsafe { inner.wake_receiver::<P>() },
+            WAITING => unsafe { inner.wake_receiver() },
             RX_GONE => {
                 // SAFETY: the receiver is gone and never reads `value` after
                 // its RX_GONE swap (it saw EMPTY there); the value is ours.
@@ -170,7 +170,7 @@ impl<T, P: Platform> Drop for OneshotSender<T, P> {
         // earlier writes; Acquire takes in the receiver's `waiter` write.
         if self.inner.state.swap(TX_GONE, Ordering::AcqRel) == WAITING {
             // SAFETY: our swap took the state out of WAITING.
-            unsafe { self.inner.wake_receiver::<P>() };
+            unsafe { self.inner.wake_receiver() };
         }
     }
 }

@@ -79,7 +79,7 @@ impl<T, P: Platform> Clone for Sender<T, P> {
 
 impl<T, P: Platform> Drop for Sender<T, P> {
     fn drop(&mut self) {
-        self.chan.drop_sender::<P>();
+        self.chan.drop_sender();
     }
 }
 

@@ -44,7 +44,13 @@ fn case(seed: u64, ops: usize, spread: u64) {
             0..=4 => {
                 let d = now + rng.below(spread);
                 let c = Rc::new(Cell::new(false));
-                heap.push(d, T { id: next_id, cancelled: c.clone() });
+                heap.push(
+                    d,
+                    T {
+                        id: next_id,
+                        cancelled: c.clone(),
+                    },
+                );
                 model.push((d, next_id, c));
                 next_id += 1;
             }
@@ -71,8 +77,11 @@ fn case(seed: u64, ops: usize, spread: u64) {
                 });
                 // Expected: the model's due, uncancelled entries by
                 // (deadline, arming order).
-                let mut want: Vec<(u64, u64)> =
-                    model.iter().filter(|m| m.0 <= now && !m.2.get()).map(|m| (m.0, m.1)).collect();
+                let mut want: Vec<(u64, u64)> = model
+                    .iter()
+                    .filter(|m| m.0 <= now && !m.2.get())
+                    .map(|m| (m.0, m.1))
+                    .collect();
                 want.sort();
                 assert_eq!(got, want, "seed {seed}: fired set or order differs at now={now}");
                 model.retain(|m| m.0 > now);

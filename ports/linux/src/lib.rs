@@ -267,7 +267,10 @@ mod tests {
         let m: Mutex<FutexLock<Linux>, u32> = Mutex::new(0);
         let held = m.lock();
         assert!(m.try_lock().is_none());
-        assert!(m.try_lock().is_none(), "a failed try_lock released the holder's lock");
+        assert!(
+            m.try_lock().is_none(),
+            "a failed try_lock released the holder's lock"
+        );
         drop(held);
         let mut g = m.try_lock().expect("free after the holder unlocked");
         *g += 1;

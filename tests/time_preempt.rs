@@ -1,0 +1,315 @@
+//! Timeslices (safe points yield once the slice is spent), blocking calls
+//! (the worker's duty moves to another thread), and the long-hold monitor.
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use smarm_tests::smarm::{self, Addr, BuildError, LongHold, Mailbox, Runtime};
+use smarm_tests::with_timeout;
+
+/// `n` units of CPU work the optimiser cannot remove.
+fn work(n: u64) -> u64 {
+    let mut x = 0u64;
+    for i in 0..n {
+        x = black_box(x.wrapping_add(i));
+    }
+    x
+}
+
+/// Work units per chunk (between two safe points or messages).
+const CHUNK: u64 = 1000;
+/// Stop once this much work was done in all (no clock involved).
+const TOTAL: u64 = 60_000_000;
+
+/// Shared progress of the fairness test.
+#[derive(Default)]
+struct Progress {
+    stop: AtomicBool,
+    hog: AtomicU64,
+    light: AtomicU64,
+}
+
+impl Progress {
+    /// Adds a chunk to `mine`; returns whether to stop.
+    fn add(&self, mine: &AtomicU64, other: &AtomicU64) -> bool {
+        black_box(work(CHUNK));
+        if mine.fetch_add(CHUNK, Ordering::Relaxed) + other.load(Ordering::Relaxed) >= TOTAL {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+enum Ping {
+    Peer(Addr<Ping>),
+    Ball,
+}
+
+/// One ping-pong player: calls `on_ball` per ball (it returns whether to
+/// stop), then sends the ball back.
+fn player(mut mb: Mailbox<Ping>, on_ball: impl Fn() -> bool) {
+    let Ping::Peer(peer) = mb.recv() else {
+        panic!("the peer's address comes first")
+    };
+    loop {
+        let Ping::Ball = mb.recv() else {
+            panic!("one peer only")
+        };
+        let stop = on_ball();
+        // The ball goes back even when stopping, so the partner stops too.
+        if peer.send(Ping::Ball).is_err() || stop {
+            return;
+        }
+    }
+}
+
+/// Starts a ping-pong pair on `rt`; returns their join handles.
+fn spawn_pair(
+    rt: &Runtime,
+    on_ball: impl Fn() -> bool + Clone + Send + 'static,
+) -> [smarm::JoinHandle<()>; 2] {
+    let (a, ha) = rt.spawn_actor({
+        let f = on_ball.clone();
+        move |mb| player(mb, f)
+    });
+    let (b, hb) = rt.spawn_actor(move |mb| player(mb, on_ball));
+    a.send(Ping::Peer(b.clone())).unwrap();
+    b.send(Ping::Peer(a.clone())).unwrap();
+    a.send(Ping::Ball).unwrap();
+    [ha, hb]
+}
+
+/// Go's TestPingPongHog, adapted: on one worker, a hog that calls
+/// `checkpoint()` between chunks of work, and a ping-pong pair doing a
+/// chunk per message, must get about the same CPU: the pair shares one
+/// inherited timeslice, the hog gets one per turn.
+#[test]
+fn hog_with_checkpoints_and_a_ping_pong_pair_share_the_worker() {
+    with_timeout(120, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let p = Arc::new(Progress::default());
+        let ph = p.clone();
+        let hog = rt.spawn(move || {
+            while !ph.add(&ph.hog, &ph.light) {
+                smarm::checkpoint();
+            }
+        });
+        let pl = p.clone();
+        for h in spawn_pair(&rt, move || pl.add(&pl.light, &pl.hog)) {
+            h.join().unwrap();
+        }
+        hog.join().unwrap();
+        let (h, l) = (p.hog.load(Ordering::SeqCst), p.light.load(Ordering::SeqCst));
+        let ratio = l as f64 / h as f64;
+        eprintln!("light/hog work ratio {ratio:.3} (light {l}, hog {h})");
+        assert!(
+            (0.5..=2.0).contains(&ratio),
+            "light/hog work ratio {ratio:.3} (light {l}, hog {h}) outside [0.5, 2]"
+        );
+        assert!(rt.counters().total().timeslice_expiries > 0);
+    });
+}
+
+#[test]
+fn checkpoint_yields_only_with_timeslices_on() {
+    with_timeout(60, || {
+        for (slice, expect_yields) in [(None, false), (Some(Duration::from_micros(50)), true)] {
+            let rt = Runtime::builder().workers(1).timeslice(slice).build().unwrap();
+            rt.block_on(|| {
+                let t = Instant::now();
+                // 20 ms of checkpointed work: hundreds of 50 µs slices.
+                while t.elapsed() < Duration::from_millis(20) {
+                    black_box(work(CHUNK));
+                    smarm::checkpoint();
+                }
+            });
+            let expiries = rt.counters().total().timeslice_expiries;
+            assert_eq!(
+                expiries > 0,
+                expect_yields,
+                "slice {slice:?}: {expiries} expiries"
+            );
+        }
+        // Off actors, a checkpoint does nothing (and does not crash).
+        smarm::checkpoint();
+    });
+}
+
+/// A ping-pong pair on `rt` that counts exchanges until `stop` is set.
+fn counting_pair(rt: &Runtime, count: &Arc<AtomicU64>, stop: &Arc<AtomicBool>) -> [smarm::JoinHandle<()>; 2] {
+    let (c, s) = (count.clone(), stop.clone());
+    spawn_pair(rt, move || {
+        c.fetch_add(1, Ordering::SeqCst);
+        s.load(Ordering::SeqCst)
+    })
+}
+
+#[test]
+fn blocked_actors_do_not_stall_a_one_worker_runtime() {
+    with_timeout(60, || {
+        // Four actors each block their thread for 200 ms (the blocking
+        // operation under test) on a 1-worker runtime, while a ping-pong
+        // pair keeps exchanging messages.
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let exchanged = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let pair = counting_pair(&rt, &exchanged, &stop);
+        let blockers: Vec<_> = (0..4)
+            .map(|_| {
+                let e = exchanged.clone();
+                rt.spawn(move || {
+                    let before = e.load(Ordering::SeqCst);
+                    smarm::blocking(|| std::thread::sleep(Duration::from_millis(200)));
+                    e.load(Ordering::SeqCst) - before
+                })
+            })
+            .collect();
+        let during: Vec<u64> = blockers.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, Ordering::SeqCst);
+        for h in pair {
+            h.join().unwrap();
+        }
+        for d in during {
+            assert!(
+                d > 100,
+                "only {d} messages were exchanged during a 200 ms blocking call"
+            );
+        }
+        assert_eq!(rt.counters().total().blocking_handoffs, 4);
+        rt.shutdown();
+    });
+}
+
+#[test]
+fn a_blocking_call_can_wait_for_actors_of_its_own_runtime() {
+    with_timeout(60, || {
+        // Deterministic: the blocking call itself waits (bounded) until the
+        // pair has exchanged 1,000 more messages. On one worker this only
+        // ends if the worker was handed to another thread.
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let exchanged = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let pair = counting_pair(&rt, &exchanged, &stop);
+        let e = exchanged.clone();
+        let reached = rt.block_on(move || {
+            let start = e.load(Ordering::SeqCst);
+            smarm::blocking(|| {
+                let give_up = Instant::now() + Duration::from_secs(20);
+                while e.load(Ordering::SeqCst) < start + 1000 {
+                    if Instant::now() > give_up {
+                        return false;
+                    }
+                    std::thread::yield_now();
+                }
+                true
+            })
+        });
+        stop.store(true, Ordering::SeqCst);
+        for h in pair {
+            h.join().unwrap();
+        }
+        assert!(
+            reached,
+            "the runtime made no progress while its only worker's thread was blocked"
+        );
+    });
+}
+
+#[test]
+fn blocking_returns_values_borrows_and_propagates_panics() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let r = rt.block_on(|| {
+            let mut buf = [0u8; 16];
+            // Borrows the actor's own data: `f` runs on the actor's stack.
+            let n = smarm::blocking(|| {
+                buf[0] = 7;
+                buf.len()
+            });
+            (n, buf[0], smarm::current_id().is_some())
+        });
+        assert_eq!(r, (16, 7, true));
+        // Inside the call the actor is a plain thread to the runtime.
+        assert_eq!(rt.block_on(|| smarm::blocking(smarm::current_id)), None);
+        let h = rt.spawn(|| smarm::blocking(|| panic!("boom in a blocking call")));
+        let e = h.join().unwrap_err();
+        assert_eq!(e.panic_message(), Some("boom in a blocking call"));
+        // Many in a row: spare threads are reused; shutdown joins them all.
+        rt.block_on(|| {
+            for i in 0..200u64 {
+                assert_eq!(smarm::blocking(move || i * 2), i * 2);
+            }
+        });
+        assert_eq!(rt.counters().total().blocking_handoffs, 203);
+        assert_eq!(rt.shutdown().abandoned, 0);
+        // Off actors it just runs.
+        assert_eq!(smarm::blocking(|| 5), 5);
+    });
+}
+
+#[test]
+fn long_hold_monitor_reports_an_actor_that_never_reaches_a_safe_point() {
+    with_timeout(60, || {
+        let reports: Arc<Mutex<Vec<LongHold>>> = Arc::default();
+        let r = reports.clone();
+        let rt = Runtime::builder()
+            .workers(2)
+            .long_hold(
+                Duration::from_millis(20),
+                Some(Arc::new(move |h: &LongHold| r.lock().unwrap().push(*h))),
+            )
+            .build()
+            .unwrap();
+        let h = rt.spawn(|| {
+            // A hog without a single safe point (the bug the monitor finds).
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(150) {
+                std::hint::spin_loop();
+            }
+            smarm::current_id().unwrap()
+        });
+        let id = h.join().unwrap();
+        // The worker reports the end after the actor's exit, which may be
+        // after its joiner (this thread) woke.
+        smarm_tests::eventually(10, "the end-of-hold report", || {
+            reports.lock().unwrap().iter().any(|h| h.finished)
+        });
+        let reports = reports.lock().unwrap().clone();
+        let ongoing: Vec<_> = reports.iter().filter(|h| h.actor == id && !h.finished).collect();
+        let finished: Vec<_> = reports.iter().filter(|h| h.actor == id && h.finished).collect();
+        assert_eq!(ongoing.len(), 1, "one report while it runs: {reports:?}");
+        assert_eq!(finished.len(), 1, "one report when it ends: {reports:?}");
+        assert!(ongoing[0].held >= Duration::from_millis(20));
+        assert!(finished[0].held >= ongoing[0].held);
+        assert_eq!(rt.counters().total().long_holds, 1);
+    });
+}
+
+#[test]
+fn checkpointed_work_is_not_a_long_hold() {
+    with_timeout(60, || {
+        let rt = Runtime::builder()
+            .workers(1)
+            .long_hold(Duration::from_millis(200), None)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(100) {
+                black_box(work(CHUNK));
+                smarm::checkpoint();
+            }
+        });
+        assert_eq!(rt.counters().total().long_holds, 0);
+    });
+}
+
+#[test]
+fn builder_rejects_zero_timeslice_and_zero_long_hold() {
+    let e = Runtime::builder().timeslice(Some(Duration::ZERO)).build().err();
+    assert_eq!(e, Some(BuildError::ZeroTimeslice));
+    assert!(e.unwrap().to_string().contains("timeslice(None)"));
+    let e = Runtime::builder().long_hold(Duration::ZERO, None).build().err();
+    assert_eq!(e, Some(BuildError::ZeroLongHold));
+}
