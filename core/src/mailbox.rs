@@ -198,6 +198,13 @@ impl<M: Send, P: Platform> Addr<M, P> {
         self.shared.id
     }
 
+    /// Models and tests only: what a receive timer does when it fires
+    /// (takes a `WAITING` registration, as a sender would, and wakes it).
+    #[doc(hidden)]
+    pub fn __poke(&self) {
+        self.shared.wake_receiver();
+    }
+
     /// Whether the receiving actor has exited (its mailbox is closed).
     pub fn is_closed(&self) -> bool {
         // Acquire: pairs with the SeqCst swap in `Mailbox::drop`.

@@ -46,30 +46,30 @@ use core::cmp::Ordering as CmpOrdering;
 
 use crate::lock::Mutex;
 use crate::platform::{Platform, RawLock};
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Backoff, Ordering};
+use crate::sync::{fence, AtomicU32, AtomicU64, AtomicUsize, Backoff, Ordering, LOOM};
 
 /// Entry state: in the heap, live.
-pub(crate) const ARMED: u32 = 0;
+pub const ARMED: u32 = 0;
 /// Entry state: the timer is poking the target.
-pub(crate) const FIRING: u32 = 1;
+pub const FIRING: u32 = 1;
 /// Entry state: the poke has returned.
-pub(crate) const FIRED: u32 = 2;
+pub const FIRED: u32 = 2;
 /// Entry state: the waiter withdrew it.
-pub(crate) const CANCELLED: u32 = 3;
+pub const CANCELLED: u32 = 3;
 
 /// "No timer armed" in [`Timers::next`].
-pub(crate) const NEVER: u64 = u64::MAX;
+pub const NEVER: u64 = u64::MAX;
 
 /// What a firing timer does to the wait it belongs to: take the wait's
 /// registration, exactly as a sender would, and wake whoever it held.
-pub(crate) trait Poke: Send + Sync {
+pub trait Poke: Send + Sync {
     /// Ends the wait (takes the registration, if still there, and wakes).
     fn poke(&self);
 }
 
 /// A [`Poke`] made of a shared wait object and the function that takes its
 /// registration (a sender's wake path).
-pub(crate) struct PokeWith<A>(pub(crate) A, pub(crate) fn(&A));
+pub struct PokeWith<A>(pub A, pub fn(&A));
 
 impl<A: Send + Sync> Poke for PokeWith<A> {
     fn poke(&self) {
@@ -79,13 +79,13 @@ impl<A: Send + Sync> Poke for PokeWith<A> {
 
 /// One armed deadline and what it pokes (one allocation: the target is
 /// stored inline, unsized behind the `Arc`).
-pub(crate) struct TimerEntry<T: ?Sized = dyn Poke> {
+pub struct TimerEntry<T: ?Sized = dyn Poke> {
     state: AtomicU32,
     target: T,
 }
 
 /// A new, armed entry poking `target`.
-pub(crate) fn entry<T: Poke + 'static>(target: T) -> Arc<TimerEntry> {
+pub fn entry<T: Poke + 'static>(target: T) -> Arc<TimerEntry> {
     Arc::new(TimerEntry {
         state: AtomicU32::new(ARMED),
         target,
@@ -95,7 +95,7 @@ pub(crate) fn entry<T: Poke + 'static>(target: T) -> Arc<TimerEntry> {
 impl TimerEntry {
     /// The waiter's withdrawal: `true` if the timer will never poke; `false`
     /// if it fired, in which case the poke has returned when this does.
-    pub(crate) fn cancel<P: Platform>(&self) -> bool {
+    pub fn cancel<P: Platform>(&self) -> bool {
         // AcqRel against the timer's CAS in `fire`: exactly one of the two
         // leaves ARMED.
         match self
@@ -111,14 +111,14 @@ impl TimerEntry {
     }
 
     /// Whether the timer has fired (its poke may still be running).
-    pub(crate) fn has_fired(&self) -> bool {
+    pub fn has_fired(&self) -> bool {
         // Acquire: pairs with the Release store of FIRED (or the AcqRel CAS
         // into FIRING): what the poke did is visible once we see FIRED.
         self.state.load(Ordering::Acquire) != ARMED
     }
 
     /// Waits until a poke in flight has returned.
-    pub(crate) fn wait_fired<P: Platform>(&self) {
+    pub fn wait_fired<P: Platform>(&self) {
         let mut backoff = Backoff::new();
         // Acquire: pairs with the Release store of FIRED in `fire`.
         while self.state.load(Ordering::Acquire) == FIRING {
@@ -219,7 +219,8 @@ impl<T> TimerHeap<T> {
 
 /// A runtime's timers: the heap under its own lock, the earliest deadline
 /// readable without it, and which idle worker sleeps until that deadline.
-pub(crate) struct Timers<L: RawLock> {
+#[doc(hidden)]
+pub struct Timers<L: RawLock> {
     heap: Mutex<L, TimerHeap<Arc<TimerEntry>>>,
     /// The earliest armed deadline ([`NEVER`] if none). Written under the
     /// lock, read without it.
@@ -230,19 +231,33 @@ pub(crate) struct Timers<L: RawLock> {
     sleeper: AtomicUsize,
 }
 
+impl<L: RawLock> Default for Timers<L> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<L: RawLock> Timers<L> {
-    pub(crate) fn new() -> Self {
-        Timers {
+    /// No timers armed, no worker sleeping until one.
+    pub fn new() -> Self {
+        let t = Timers {
             heap: Mutex::new(TimerHeap::new()),
             next: AtomicU64::new(NEVER),
             cancelled: AtomicUsize::new(0),
             sleeper: AtomicUsize::new(0),
+        };
+        if LOOM {
+            // loom treats an atomic's initial value as a non-SeqCst store;
+            // the Dekker pair in `arm` needs the latest store to be SeqCst.
+            t.next.store(NEVER, Ordering::SeqCst);
+            t.sleeper.store(0, Ordering::SeqCst);
         }
+        t
     }
 
     /// The earliest armed deadline, [`NEVER`] if none (SeqCst: the idle
     /// protocol's re-check, see [`Timers::arm`]).
-    pub(crate) fn next(&self) -> u64 {
+    pub fn next(&self) -> u64 {
         self.next.load(Ordering::SeqCst)
     }
 
@@ -250,7 +265,7 @@ impl<L: RawLock> Timers<L> {
     /// periodic check: a stale value delays the check to the next turn or
     /// to the idle path, which re-reads with SeqCst).
     #[inline]
-    pub(crate) fn maybe_due(&self, now: impl FnOnce() -> u64) -> bool {
+    pub fn maybe_due(&self, now: impl FnOnce() -> u64) -> bool {
         let n = self.next.load(Ordering::Relaxed);
         n != NEVER && now() >= n
     }
@@ -263,7 +278,7 @@ impl<L: RawLock> Timers<L> {
     /// the lock) and then load `sleeper` (SeqCst); the worker stores
     /// `sleeper` (its claim) and then, once on the idle list, loads `next`.
     /// Either it sees the earlier deadline, or we see its claim and wake it.
-    pub(crate) fn arm(&self, deadline: u64, entry: &Arc<TimerEntry>) -> Option<usize> {
+    pub fn arm(&self, deadline: u64, entry: &Arc<TimerEntry>) -> Option<usize> {
         let earliest = {
             let mut heap = self.heap.lock();
             // Relaxed: a hint. It may run transiently "negative" (wrapped)
@@ -284,6 +299,10 @@ impl<L: RawLock> Timers<L> {
         if !earliest {
             return None;
         }
+        // Our half of the Dekker pair: the store of `next` above, a full
+        // fence, then the load of `sleeper` (the claimant's half: its CAS,
+        // the idle protocol's fence, then its load of `next`).
+        fence(Ordering::SeqCst);
         match self.sleeper.load(Ordering::SeqCst) {
             0 => None,
             s => Some(s - 1),
@@ -291,7 +310,7 @@ impl<L: RawLock> Timers<L> {
     }
 
     /// Counts a cancellation (for compaction).
-    pub(crate) fn cancelled_one(&self) {
+    pub fn cancelled_one(&self) {
         // Relaxed: a compaction hint only.
         self.cancelled.fetch_add(1, Ordering::Relaxed);
     }
@@ -299,7 +318,7 @@ impl<L: RawLock> Timers<L> {
     /// Fires every timer due at `now`; returns how many poked. Runs the
     /// pokes outside the lock. A worker that finds the lock taken leaves
     /// the firing to its holder.
-    pub(crate) fn fire(&self, now: u64) -> u64 {
+    pub fn fire(&self, now: u64) -> u64 {
         let mut due: Vec<Arc<TimerEntry>> = Vec::new();
         {
             let Some(mut heap) = self.heap.try_lock() else {
@@ -332,7 +351,7 @@ impl<L: RawLock> Timers<L> {
     /// An idle worker `i` claims the role of sleeping until the earliest
     /// deadline (and being woken when an earlier one is armed). Returns
     /// whether it got the role; everyone else sleeps without a deadline.
-    pub(crate) fn claim(&self, i: usize) -> bool {
+    pub fn claim(&self, i: usize) -> bool {
         // SeqCst: the worker's first half of the Dekker pair in `arm`.
         self.sleeper
             .compare_exchange(0, i + 1, Ordering::SeqCst, Ordering::SeqCst)
@@ -340,7 +359,7 @@ impl<L: RawLock> Timers<L> {
     }
 
     /// Worker `i` gives up the role (it woke up).
-    pub(crate) fn release(&self, i: usize) {
+    pub fn release(&self, i: usize) {
         let _ = self
             .sleeper
             .compare_exchange(i + 1, 0, Ordering::SeqCst, Ordering::SeqCst);
@@ -348,7 +367,7 @@ impl<L: RawLock> Timers<L> {
 
     /// Whether a claimant sleeping until `deadline` must not sleep: an
     /// earlier timer was armed since it read the deadline.
-    pub(crate) fn changed(&self, deadline: u64) -> bool {
+    pub fn changed(&self, deadline: u64) -> bool {
         self.next() < deadline
     }
 }
