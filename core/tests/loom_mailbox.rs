@@ -36,7 +36,7 @@ impl Drop for Token {
 
 /// One SeqCst store to the state word and one push+pop on the queue before
 /// the race, as a running system has (see `Mailbox::__warm_up`).
-fn warm_up<M: Send>(
+fn warm_up<M: Send + 'static>(
     mb: &mut smarm_core::mailbox::Mailbox<M, LoomPlat>,
     addr: &smarm_core::mailbox::Addr<M, LoomPlat>,
     m: M,
