@@ -47,11 +47,13 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 
 use super::chan::cancelled;
-use super::{Arc, RecvError, TryRecvError};
+use super::{Arc, RecvError, RecvTimeoutError, TryRecvError};
 use crate::platform::Platform;
 use crate::sched;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::timer::PokeWith;
 use crate::wait::Waiter;
+use core::time::Duration;
 
 const EMPTY: u32 = 0;
 const WAITING: u32 = 1;
@@ -83,6 +85,25 @@ impl<T> Inner<T> {
         // SAFETY: forwarded contract.
         if let Some(w) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
             w.wake();
+        }
+    }
+
+    /// A receive timer's poke: takes the registration if the receiver is
+    /// still `WAITING` (the sender's swap and this CAS decide who owns it)
+    /// and wakes it; the receiver then finds `EMPTY` and times out.
+    fn poke(&self) {
+        // AcqRel: Acquire sees the receiver's `waiter` write (before its
+        // Release CAS into WAITING); Release orders our take before the
+        // receiver's next registration (its Acquire CAS out of EMPTY).
+        if self
+            .state
+            .compare_exchange(WAITING, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: our CAS took the state out of WAITING: `waiter` is
+            // ours; the receiver writes it again only after this poke
+            // returned (the timer's FIRED handshake).
+            unsafe { self.wake_receiver() };
         }
     }
 
@@ -185,7 +206,35 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
     /// Waits for the value (an actor parks; a plain thread blocks).
     /// `Err(RecvError)` if the sender was dropped without sending (or at
     /// once for an actor that runtime shutdown is cancelling).
-    pub fn recv(self) -> Result<T, RecvError> {
+    pub fn recv(mut self) -> Result<T, RecvError> {
+        self.wait_value(None, |_| {}).map_err(|_| RecvError)
+    }
+
+    /// Waits at most `timeout` for the value: `Timeout` leaves the receiver
+    /// usable (receive again later); `Disconnected` if the sender was
+    /// dropped without sending.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<T, RecvTimeoutError>
+    where
+        T: Send + 'static,
+    {
+        self.recv_deadline(sched::deadline_after::<P>(timeout))
+    }
+
+    /// [`recv_timeout`](Self::recv_timeout) with a deadline in ns on the
+    /// platform's monotonic clock.
+    pub fn recv_deadline(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
+    where
+        T: Send + 'static,
+    {
+        let inner = self.inner.clone();
+        self.wait_value(Some(deadline_ns), move |d| {
+            sched::park_until::<P>(d, PokeWith(inner.clone(), |i: &Arc<Inner<T>>| i.poke()))
+        })
+    }
+
+    /// `V1`–`V3`, giving up at `deadline` if one is given (an actor waits
+    /// then with `park_until`, which arms a timer poking [`Inner::poke`]).
+    fn wait_value(&mut self, deadline: Option<u64>, park_until: impl Fn(u64)) -> Result<T, RecvTimeoutError> {
         let inner = &*self.inner;
         // The registered thread's wake word, if we registered as a thread.
         let mut thread = None;
@@ -193,13 +242,15 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
             // V1. Acquire: pairs with the sender's AcqRel swaps.
             match inner.state.load(Ordering::Acquire) {
                 // SAFETY: SENT read with Acquire: `value` is ours.
-                SENT => return unsafe { inner.take_value() }.ok_or(RecvError),
-                TX_GONE => return Err(RecvError),
+                SENT => return unsafe { inner.take_value() }.ok_or(RecvTimeoutError::Disconnected),
+                TX_GONE => return Err(RecvTimeoutError::Disconnected),
                 WAITING => {
-                    // Registered; a spurious wake. Before parking again, a
-                    // cancelled actor withdraws (CAS back to EMPTY: Acquire
-                    // as in V1, in case the sender finished meanwhile).
-                    if cancelled::<P>() {
+                    // Registered; a spurious wake, or the deadline. Before
+                    // waiting again, a cancelled actor or a timed-out wait
+                    // withdraws (CAS back to EMPTY: Acquire as in V1, in
+                    // case the sender finished meanwhile).
+                    let timed_out = deadline.is_some_and(|d| P::now_ns() >= d);
+                    if cancelled::<P>() || timed_out {
                         if inner
                             .state
                             .compare_exchange(WAITING, EMPTY, Ordering::Acquire, Ordering::Relaxed)
@@ -208,15 +259,22 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
                             // SAFETY: our CAS took the state out of WAITING
                             // before the sender's swap: `waiter` is ours.
                             drop(inner.waiter.with_mut(|p| unsafe { (*p).take() }));
-                            return Err(RecvError);
+                            return Err(if timed_out {
+                                RecvTimeoutError::Timeout
+                            } else {
+                                RecvTimeoutError::Disconnected
+                            });
                         }
                         continue;
                     }
                 }
                 _ => {
-                    // EMPTY: V2.
+                    // EMPTY: V2 (or the timer's poke took the registration).
                     if cancelled::<P>() {
-                        return Err(RecvError);
+                        return Err(RecvTimeoutError::Disconnected);
+                    }
+                    if deadline.is_some_and(|d| P::now_ns() >= d) {
+                        return Err(RecvTimeoutError::Timeout);
                     }
                     let w = Waiter::current::<P>();
                     thread = match &w {
@@ -240,9 +298,10 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
                 }
             }
             // V3.
-            match &thread {
-                Some(t) => Waiter::Thread(t.clone()).wait::<P>(None),
-                None => sched::park::<P>(),
+            match (&thread, deadline) {
+                (Some(t), d) => Waiter::Thread(t.clone()).wait::<P>(d),
+                (None, None) => sched::park::<P>(),
+                (None, Some(d)) => park_until(d),
             }
         }
     }

@@ -1,0 +1,157 @@
+//! timers: the timer structure and timer lateness.
+//!
+//! 1. `timer_heap`: arm 10,000 timers with random deadlines, then fire them
+//!    all in deadline order: smarm's `TimerHeap` (a binary heap with an
+//!    arming sequence for ties) against an ordered map keyed by
+//!    `(deadline, seq)`, side by side (criterion).
+//! 2. `lateness`: 10,000 concurrent sleepers, each sleeping a random
+//!    10–100 ms; lateness = wake time − deadline, p50/p99/max, smarm (2
+//!    workers) against tokio's multi-thread runtime (2 workers,
+//!    `tokio::time::sleep`) in the same run. Printed as a table.
+//!
+//! `cargo bench -p smarm-benches --bench timers`
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use smarm_benches::{port_name, smarm};
+use smarm_core::timer::TimerHeap;
+
+const SLEEPERS: u64 = 10_000;
+
+/// Deterministic pseudo-random deadlines (xorshift).
+fn deadlines(n: usize) -> Vec<u64> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % 100_000_000
+        })
+        .collect()
+}
+
+fn heap_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group(format!("timer_heap/{}", port_name()));
+    let ds = deadlines(10_000);
+    g.bench_function("smarm_heap/arm_fire_10k", |b| {
+        b.iter(|| {
+            let mut h = TimerHeap::new();
+            for (i, &d) in ds.iter().enumerate() {
+                h.push(d, i);
+            }
+            let mut sum = 0;
+            h.pop_due(u64::MAX, |_, v| sum += v);
+            black_box(sum)
+        })
+    });
+    g.bench_function("btreemap/arm_fire_10k", |b| {
+        b.iter(|| {
+            let mut m = BTreeMap::new();
+            for (i, &d) in ds.iter().enumerate() {
+                m.insert((d, i as u64), i);
+            }
+            let mut sum = 0;
+            while let Some((_, v)) = m.pop_first() {
+                sum += v;
+            }
+            black_box(sum)
+        })
+    });
+    g.finish();
+}
+
+/// p50, p99 and max of `v` (sorted in place), in µs.
+fn percentiles(v: &mut [Duration]) -> (f64, f64, f64) {
+    v.sort();
+    let at = |q: f64| v[((v.len() as f64 - 1.0) * q) as usize].as_secs_f64() * 1e6;
+    (at(0.5), at(0.99), at(1.0))
+}
+
+fn smarm_lateness() -> Vec<Duration> {
+    let rt = smarm::Runtime::builder()
+        .workers(2)
+        .build()
+        .expect("smarm runtime");
+    let late = Arc::new(Mutex::new(Vec::with_capacity(SLEEPERS as usize)));
+    let ds = deadlines(SLEEPERS as usize);
+    let l = late.clone();
+    rt.block_on(move || {
+        let start = Instant::now();
+        let hs: Vec<_> = ds
+            .into_iter()
+            .map(|d| {
+                let l = l.clone();
+                let deadline = start + Duration::from_millis(10) + Duration::from_nanos(d % 90_000_000);
+                smarm::spawn(move || {
+                    smarm::sleep_until(deadline);
+                    let woke = Instant::now();
+                    l.lock().unwrap().push(woke.saturating_duration_since(deadline));
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().expect("sleeper");
+        }
+    });
+    Arc::try_unwrap(late).unwrap().into_inner().unwrap()
+}
+
+fn tokio_lateness() -> Vec<Duration> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    let ds = deadlines(SLEEPERS as usize);
+    rt.block_on(async move {
+        let start = tokio::time::Instant::now();
+        let hs: Vec<_> = ds
+            .into_iter()
+            .map(|d| {
+                let deadline = start + Duration::from_millis(10) + Duration::from_nanos(d % 90_000_000);
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(deadline).await;
+                    tokio::time::Instant::now().saturating_duration_since(deadline)
+                })
+            })
+            .collect();
+        let mut v = Vec::with_capacity(hs.len());
+        for h in hs {
+            v.push(h.await.expect("sleeper"));
+        }
+        v
+    })
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .configure_from_args();
+    heap_bench(&mut c);
+    c.final_summary();
+
+    println!(
+        "\ntimer lateness/{}: {SLEEPERS} concurrent sleepers, 10-100 ms, 2 workers",
+        port_name()
+    );
+    println!(
+        "{:<8} {:>10} {:>10} {:>10}",
+        "runtime", "p50 µs", "p99 µs", "max µs"
+    );
+    let mut rows = Vec::new();
+    for _ in 0..3 {
+        let (s50, s99, smax) = percentiles(&mut smarm_lateness());
+        let (t50, t99, tmax) = percentiles(&mut tokio_lateness());
+        println!("{:<8} {s50:>10.1} {s99:>10.1} {smax:>10.1}", "smarm");
+        println!("{:<8} {t50:>10.1} {t99:>10.1} {tmax:>10.1}", "tokio");
+        rows.push((s50 / t50, s99 / t99));
+    }
+    for (r50, r99) in rows {
+        println!("smarm/tokio lateness: p50 {r50:.3}  p99 {r99:.3}");
+    }
+}
