@@ -182,7 +182,7 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         for i in 0..workers {
             let s = rt.shared.clone();
             let name = format!("{}-{}", self.thread_name, i);
-            match P::spawn_thread(name, alloc::boxed::Box::new(move || worker_thread(&s, i))) {
+            match P::spawn_thread(name, alloc::boxed::Box::new(move || worker_thread(&s, i, false))) {
                 Ok(t) => rt.threads.push(t),
                 // `rt` drops here: the started workers are shut down.
                 Err(e) => return Err(BuildError::Thread(e)),

@@ -22,6 +22,31 @@
 //! number of live stacks stays near depth × workers instead of growing with
 //! the tree's width: skynet's million leaves never need a million stacks.
 //!
+//! # Timers
+//!
+//! A worker checks for due timers every [`TIMER_CHECK_TURNS`] turns (one
+//! relaxed load when none is armed) and before it sleeps; one idle worker
+//! claims the timers and sleeps until the earliest deadline, and arming an
+//! earlier one wakes it (see [`crate::timer`]). What a timer wakes lands in
+//! the firing worker's run-next slot.
+//!
+//! # Timeslices
+//!
+//! Each resume of an actor taken from the run queue (or stolen) stamps the
+//! arch cycle counter (a plain read): the slice ends `slice_cycles` later.
+//! An actor handed over by the last turn, or woken into this worker's
+//! run-next slot by the running actor, inherits the slice. Safe points
+//! (sends and receives every [`SAFE_POINT_BUDGET`] calls, [`checkpoint`]
+//! every call, spawn always) yield once it is spent.
+//!
+//! # Blocking calls
+//!
+//! [`blocking`] asks the worker (`Request::Block`) to hand its duty to a
+//! spare thread, which runs [`run_worker`] for the same index with a fresh
+//! context, and resumes the actor on this thread with no current worker.
+//! When `f` returns, the actor switches back (`Request::Rejoin`): this
+//! thread queues it, leaves worker duty and waits as a spare.
+//!
 //! # Thread-locals across migration
 //!
 //! An actor may resume on another worker. The worker context is found only
@@ -982,15 +1007,16 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         }
     }
 
-    /// Hands worker `index` to a spare thread, or to a new one.
-    fn hand_off(&self, index: usize) {
+    /// Hands worker `index` to a spare thread, or to a new one. Returns
+    /// `false` if no thread could be started (the caller keeps the duty).
+    fn hand_off(&self, index: usize) -> bool {
         let spare = self.core.spares.lock().pop();
         if let Some(s) = spare {
             // Release: pairs with the spare's Acquire load; everything this
             // worker did is visible to its successor.
             s.word.store(index as u32 + 1, Ordering::Release);
             P::wake_one(&s.word);
-            return;
+            return true;
         }
         // SAFETY: `self` lives in the `Arc` the builder made (every
         // `Shared` does) and is alive (we run on one of its workers): take
@@ -1000,12 +1026,13 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             Arc::from_raw(self as *const Self)
         };
         let name = alloc::format!("smarm-worker-{index}+");
-        match P::spawn_thread(name, Box::new(move || worker_thread(&me, index))) {
-            Ok(t) => self.core.extra_threads.lock().push(t),
-            // No thread: the blocked actor's worker stays without a thread
-            // until a spare comes back; nothing is lost, but its queue
-            // waits. Better than failing the call the actor already made.
-            Err(_) => P::abort("smarm: no thread to take over a worker during a blocking call"),
+        match P::spawn_thread(name, Box::new(move || worker_thread(&me, index, true))) {
+            Ok(t) => {
+                self.core.extra_threads.lock().push(t);
+                true
+            }
+            // (The closure, and its reference, were dropped.)
+            Err(_) => false,
         }
     }
 
@@ -1094,11 +1121,16 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Find
                 }
                 Request::Block => {
-                    w.counters.blocking_handoffs(1);
                     self.core.blocked.fetch_add(1, Ordering::SeqCst);
+                    if !self.hand_off(index) {
+                        // No thread to take over (the OS refused one): the
+                        // call runs here and blocks this worker, as it
+                        // would without `blocking`; nothing is lost.
+                        self.core.blocked.fetch_sub(1, Ordering::SeqCst);
+                        return Next::Run(a);
+                    }
                     // From here on this thread is no longer worker `index`:
                     // it touches none of the worker's shared state again.
-                    self.hand_off(index);
                     P::set_current_worker(ptr::null_mut());
                     let back = <P::Arch as Arch>::switch(*a.sp.get());
                     *a.sp.get() = back;
@@ -1111,7 +1143,14 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     self.core.blocked.fetch_sub(1, Ordering::SeqCst);
                     Next::Retire
                 }
-                Request::Rejoin | Request::None => P::abort("smarm: an actor switched out without a request"),
+                // Back from a blocking call that ran on the worker (no
+                // thread could take over): a yield.
+                Request::Rejoin => {
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    self.push(a, &w.counters);
+                    Next::Find
+                }
+                Request::None => P::abort("smarm: an actor switched out without a request"),
             }
         }
     }
@@ -1149,11 +1188,18 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     }
 }
 
-/// The body of a worker thread: serves worker `index`, then, if a blocking
+/// The body of a worker thread: serves worker `index` (taking it over from
+/// a thread inside a blocking call if `took_over`), then, if a blocking
 /// call took it off duty, waits as a spare to take over another worker.
-pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) {
+pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(
+    shared: &Shared<P, Q>,
+    index: usize,
+    took_over: bool,
+) {
     let mut index = index;
-    while run_worker(shared, index) == WorkerExit::Retired {
+    let mut took_over = took_over;
+    while run_worker(shared, index, took_over) == WorkerExit::Retired {
+        took_over = true;
         let spare = Arc::new(Spare {
             word: AtomicU32::new(0),
         });
@@ -1181,8 +1227,14 @@ pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, 
 }
 
 /// Serves worker `index` until the runtime finishes or a blocking call
-/// retires this thread from it.
-pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) -> WorkerExit {
+/// retires this thread from it. `took_over`: the worker's previous thread
+/// handed it over for a blocking call (counted here, by the worker's new
+/// single writer of its counters).
+pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
+    shared: &Shared<P, Q>,
+    index: usize,
+    took_over: bool,
+) -> WorkerExit {
     let mut ctx = WorkerCtx::<P> {
         core: &shared.core,
         index,
@@ -1200,6 +1252,9 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, ind
     let ctxp: *mut WorkerCtx<P> = &mut ctx;
     P::set_current_worker(ctxp.cast());
     let w = &shared.core.workers[index];
+    if took_over {
+        w.counters.blocking_handoffs(1);
+    }
     let mut next = Next::Find;
     let exit = loop {
         // SAFETY: `ctxp` is this worker's context; no reference to it is
