@@ -52,6 +52,7 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::ptr::{self, NonNull};
 
+use crate::life::Life;
 use crate::platform::RawStack;
 use crate::sched::Schedule;
 use crate::sync::{AtomicU32, Ordering, RawCell};
@@ -120,6 +121,8 @@ pub struct Actor {
     /// Valid for the actor's whole life: a runtime outlives its actors (one
     /// that shuts down with actors left keeps its shared state alive).
     pub(crate) rt: NonNull<dyn Schedule>,
+    /// Id, name, kill flag, exit hooks: what outlives the control block.
+    pub(crate) life: Arc<Life>,
 }
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
@@ -136,6 +139,7 @@ impl Actor {
         stack: RawStack,
         stack_free: unsafe fn(RawStack),
         rt: NonNull<dyn Schedule>,
+        life: Arc<Life>,
     ) -> Self {
         Actor {
             id,
@@ -148,12 +152,13 @@ impl Actor {
             stack: RawCell::new(Some(stack)),
             stack_free,
             rt,
+            life,
         }
     }
 
-    /// The actor's id (unique within its runtime).
-    pub fn id(&self) -> u64 {
-        self.id
+    /// The name given at spawn, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.life.name.as_deref()
     }
 
     /// Wakes a parked actor: returns it if the caller must schedule it

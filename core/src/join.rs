@@ -25,6 +25,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
+use crate::life::{ActorRef, ExitReason, Killed, Life};
 use crate::platform::{PanicPayload, Platform};
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use crate::timer::PokeWith;
@@ -43,6 +44,8 @@ pub enum JoinError {
     Panicked {
         /// The actor's id.
         id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
         /// The panic message.
         message: String,
     },
@@ -51,6 +54,16 @@ pub enum JoinError {
     Cancelled {
         /// The actor's id.
         id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
+    },
+    /// The actor was killed (`ActorRef::kill`, or a linked actor's
+    /// abnormal exit).
+    Killed {
+        /// The actor's id.
+        id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
     },
 }
 
@@ -58,7 +71,18 @@ impl JoinError {
     /// The joined actor's id.
     pub fn id(&self) -> u64 {
         match self {
-            JoinError::Panicked { id, .. } | JoinError::Cancelled { id } => *id,
+            JoinError::Panicked { id, .. }
+            | JoinError::Cancelled { id, .. }
+            | JoinError::Killed { id, .. } => *id,
+        }
+    }
+
+    /// The joined actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            JoinError::Panicked { name, .. }
+            | JoinError::Cancelled { name, .. }
+            | JoinError::Killed { name, .. } => name.as_deref(),
         }
     }
 
@@ -66,7 +90,7 @@ impl JoinError {
     pub fn panic_message(&self) -> Option<&str> {
         match self {
             JoinError::Panicked { message, .. } => Some(message),
-            JoinError::Cancelled { .. } => None,
+            _ => None,
         }
     }
 
@@ -75,9 +99,34 @@ impl JoinError {
         matches!(self, JoinError::Cancelled { .. })
     }
 
-    pub(crate) fn from_payload(id: u64, payload: PanicPayload) -> Self {
+    /// Whether the actor was killed.
+    pub fn is_killed(&self) -> bool {
+        matches!(self, JoinError::Killed { .. })
+    }
+
+    /// The exit reason this error reports.
+    pub fn reason(&self) -> ExitReason {
+        match self {
+            JoinError::Panicked { message, .. } => ExitReason::Panicked(message.clone()),
+            JoinError::Cancelled { .. } => ExitReason::Cancelled,
+            JoinError::Killed { .. } => ExitReason::Killed,
+        }
+    }
+
+    pub(crate) fn cancelled(id: u64, name: &Option<Arc<str>>) -> Self {
+        JoinError::Cancelled {
+            id,
+            name: name.clone(),
+        }
+    }
+
+    pub(crate) fn from_payload(id: u64, name: &Option<Arc<str>>, payload: PanicPayload) -> Self {
+        let name = name.clone();
         if payload.is::<Cancelled>() {
-            return JoinError::Cancelled { id };
+            return JoinError::Cancelled { id, name };
+        }
+        if payload.is::<Killed>() {
+            return JoinError::Killed { id, name };
         }
         let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
             String::from(*s)
@@ -86,15 +135,29 @@ impl JoinError {
         } else {
             String::from("Box<dyn Any> (a non-string panic payload)")
         };
-        JoinError::Panicked { id, message }
+        JoinError::Panicked { id, name, message }
+    }
+}
+
+/// `actor 7` or `actor 7 "name"`.
+struct Who<'a>(u64, Option<&'a str>);
+
+impl fmt::Display for Who<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(n) => write!(f, "actor {} {:?}", self.0, n),
+            None => write!(f, "actor {}", self.0),
+        }
     }
 }
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let who = Who(self.id(), self.name());
         match self {
-            JoinError::Panicked { id, message } => write!(f, "actor {id} panicked: {message}"),
-            JoinError::Cancelled { id } => write!(f, "actor {id} was cancelled by runtime shutdown"),
+            JoinError::Panicked { message, .. } => write!(f, "{who} panicked: {message}"),
+            JoinError::Cancelled { .. } => write!(f, "{who} was cancelled by runtime shutdown"),
+            JoinError::Killed { .. } => write!(f, "{who} was killed"),
         }
     }
 }
@@ -169,13 +232,13 @@ impl<T> JoinSlot<T> {
         self.state.load(Ordering::Acquire) == DONE
     }
 
-    fn take(&self, id: u64) -> Result<T, JoinError> {
+    fn take(&self, id: u64, name: &Option<Arc<str>>) -> Result<T, JoinError> {
         debug_assert!(self.is_done());
         // SAFETY: DONE was observed with Acquire, so `result` is written and
         // the finishing side is done with it; the handle is the only taker.
         self.result
             .with_mut(|p| unsafe { (*p).take() })
-            .unwrap_or(Err(JoinError::Cancelled { id }))
+            .unwrap_or_else(|| Err(JoinError::cancelled(id, name)))
     }
 }
 
@@ -184,6 +247,7 @@ impl<T> JoinSlot<T> {
 pub(crate) struct Completer<T, P: Platform> {
     pub(crate) slot: Option<Arc<JoinSlot<T>>>,
     pub(crate) id: u64,
+    pub(crate) name: Option<Arc<str>>,
     pub(crate) _p: PhantomData<fn() -> P>,
 }
 
@@ -200,7 +264,7 @@ impl<T, P: Platform> Drop for Completer<T, P> {
             // Nobody can schedule an actor joiner from here (we are being
             // torn down, possibly outside any worker): dropping its Arc is
             // all we can do; a thread joiner is woken by `complete`.
-            drop(slot.complete::<P>(Err(JoinError::Cancelled { id: self.id })));
+            drop(slot.complete::<P>(Err(JoinError::cancelled(self.id, &self.name))));
         }
     }
 }
@@ -211,6 +275,7 @@ impl<T, P: Platform> Drop for Completer<T, P> {
 pub struct JoinHandle<T, P: Platform> {
     pub(crate) slot: Arc<JoinSlot<T>>,
     pub(crate) id: u64,
+    pub(crate) life: Arc<Life>,
     pub(crate) _p: PhantomData<fn() -> P>,
 }
 
@@ -224,6 +289,16 @@ impl<T, P: Platform> JoinHandle<T, P> {
     /// The actor's id.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        self.life.name.as_deref()
+    }
+
+    /// A reference to the actor (to kill, monitor or link to it).
+    pub fn actor_ref(&self) -> ActorRef<P> {
+        ActorRef::new(&self.life)
     }
 
     /// Whether the actor has finished (its result is ready).
@@ -240,19 +315,19 @@ impl<T, P: Platform> JoinHandle<T, P> {
         T: Send + 'static,
     {
         if self.slot.is_done() {
-            return self.slot.take(self.id);
+            return self.slot.take(self.id, &self.life.name);
         }
         match crate::sched::current_actor::<P>() {
             Some(me) => {
                 // SAFETY: `current_actor` returned the actor running on this
                 // worker, which is us; it stays alive while we run.
                 let r = unsafe { self.join_as_actor(me, None) };
-                r.unwrap_or(Err(JoinError::Cancelled { id: self.id }))
+                r.unwrap_or(Err(JoinError::cancelled(self.id, &self.life.name)))
             }
             // Without a deadline the wait only ends with a result.
             None => self
                 .join_as_thread(None)
-                .unwrap_or(Err(JoinError::Cancelled { id: self.id })),
+                .unwrap_or(Err(JoinError::cancelled(self.id, &self.life.name))),
         }
     }
 
@@ -265,7 +340,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
         T: Send + 'static,
     {
         if self.slot.is_done() {
-            return Ok(self.slot.take(self.id));
+            return Ok(self.slot.take(self.id, &self.life.name));
         }
         let r = match crate::sched::current_actor::<P>() {
             // SAFETY: as in `join`.
@@ -325,14 +400,14 @@ impl<T, P: Platform> JoinHandle<T, P> {
         loop {
             // Acquire: pairs with `complete`'s swap and the poke's CAS.
             match self.slot.state.load(Ordering::Acquire) {
-                DONE => return Some(self.slot.take(self.id)),
+                DONE => return Some(self.slot.take(self.id, &self.life.name)),
                 // Not registered (first pass, or a timer's poke took it).
-                EMPTY if !self.register(me) => return Some(self.slot.take(self.id)),
+                EMPTY if !self.register(me) => return Some(self.slot.take(self.id, &self.life.name)),
                 _ => {}
             }
             // SAFETY: `cancel` is owned by the running actor (us).
             if me_ref.cancel.with(|c| unsafe { *c }) == CANCEL_UNWINDING {
-                return Some(Err(JoinError::Cancelled { id: self.id }));
+                return Some(Err(JoinError::cancelled(self.id, &self.life.name)));
             }
             match deadline {
                 None => crate::sched::park::<P>(),
@@ -348,7 +423,10 @@ impl<T, P: Platform> JoinHandle<T, P> {
                         // SAFETY: our CAS took the registration back.
                         drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
                     }
-                    return self.slot.is_done().then(|| self.slot.take(self.id));
+                    return self
+                        .slot
+                        .is_done()
+                        .then(|| self.slot.take(self.id, &self.life.name));
                 }
                 Some(d) => crate::sched::park_until::<P>(d, PokeWith(self.slot.clone(), JoinSlot::poke)),
             }
@@ -363,7 +441,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
             .compare_exchange(EMPTY, WAIT_THREAD, Ordering::AcqRel, Ordering::Acquire);
         loop {
             if self.slot.is_done() {
-                return Ok(self.slot.take(self.id));
+                return Ok(self.slot.take(self.id, &self.life.name));
             }
             if let Some(d) = deadline_ns {
                 if P::now_ns() >= d {
@@ -376,7 +454,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
 }
 
 /// Builds the entry of an actor running `f`, and its join handle.
-pub(crate) fn make_entry<P, F, T>(id: u64, f: F) -> (crate::actor::Entry, JoinHandle<T, P>)
+pub(crate) fn make_entry<P, F, T>(id: u64, life: Arc<Life>, f: F) -> (crate::actor::Entry, JoinHandle<T, P>)
 where
     P: Platform,
     F: FnOnce() -> T + Send + 'static,
@@ -386,12 +464,36 @@ where
     let completer = Completer::<T, P> {
         slot: Some(slot.clone()),
         id,
+        name: life.name.clone(),
+        _p: PhantomData,
+    };
+    let handle = JoinHandle {
+        slot,
+        id,
+        life,
         _p: PhantomData,
     };
     let entry: crate::actor::Entry = Box::new(move |actor: &Actor| {
         // SAFETY: `cancel` is owned by the running actor (us).
-        if actor.cancel.with(|c| unsafe { *c }) != crate::actor::CANCEL_NONE {
-            return completer.complete(Err(JoinError::Cancelled { id }));
+        if actor.cancel.with(|c| unsafe { *c }) != crate::actor::CANCEL_NONE
+            // Relaxed: a kill before the first resume (its wake's CAS, or
+            // the queue we were taken from, ordered it).
+            || actor.life.killed.load(Ordering::Relaxed)
+        {
+            let name = &actor.life.name;
+            let e = if actor.life.killed.load(Ordering::Relaxed) {
+                JoinError::Killed {
+                    id,
+                    name: name.clone(),
+                }
+            } else {
+                JoinError::cancelled(id, name)
+            };
+            // The body (and a mailbox it owns) goes first: once a monitor
+            // or joiner hears of the end, sends to the actor fail.
+            drop(f);
+            actor.life.end(e.reason());
+            return completer.complete(Err(e));
         }
         let mut f = Some(f);
         let mut out = None;
@@ -402,17 +504,15 @@ where
         });
         let r = match (r, out) {
             (Ok(()), Some(v)) => Ok(v),
-            (Ok(()), None) => Err(JoinError::Cancelled { id }),
-            (Err(payload), _) => Err(JoinError::from_payload(id, payload)),
+            (Ok(()), None) => Err(JoinError::cancelled(id, &actor.life.name)),
+            (Err(payload), _) => Err(JoinError::from_payload(id, &actor.life.name, payload)),
         };
+        // Monitors and links first: once a joiner has the result, every
+        // `Down` notice is out.
+        actor
+            .life
+            .end(r.as_ref().map_or_else(JoinError::reason, |_| ExitReason::Normal));
         completer.complete(r)
     });
-    (
-        entry,
-        JoinHandle {
-            slot,
-            id,
-            _p: PhantomData,
-        },
-    )
+    (entry, handle)
 }

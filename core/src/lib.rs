@@ -33,6 +33,7 @@ pub mod timer;
 
 mod actor;
 mod join;
+pub mod life;
 #[doc(hidden)]
 pub mod mailbox;
 mod runtime;
@@ -45,6 +46,7 @@ pub use arch::{Arch, EntryFn};
 pub use counters::CounterSnapshot;
 pub use error::{BuildError, SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use join::{JoinError, JoinHandle};
+pub use life::{current, link, trap_exits_into, ActorRef, Down, ExitReason, Killed, Monitor};
 pub use mailbox::{Addr, Mailbox, SendError};
 pub use platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
 pub use queue::{MutexQueue, RingQueue, RunQueue};
@@ -53,8 +55,8 @@ pub use runtime::{
     DEFAULT_TIMESLICE,
 };
 pub use sched::{
-    blocking, checkpoint, current_id, current_worker, deadline_after, sleep, sleep_until, try_spawn,
-    try_spawn_actor, yield_now, LongHold, LongHoldHook,
+    blocking, checkpoint, current_id, current_name, current_worker, deadline_after, sleep, sleep_until,
+    try_spawn, try_spawn_actor, try_spawn_actor_named, try_spawn_named, yield_now, LongHold, LongHoldHook,
 };
 
 /// Spawns an actor from inside an actor; the child runs at once
@@ -96,6 +98,34 @@ where
     }
 }
 
+/// [`spawn`] with a name (shown in join errors, `Down` notices, reports).
+pub fn spawn_named<P, F, T>(name: &str, f: F) -> JoinHandle<T, P>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn_named::<P, F, T>(name, f) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// [`spawn_actor`] with a name.
+#[allow(clippy::type_complexity)]
+pub fn spawn_actor_named<P, M, F, T>(name: &str, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn_actor_named::<P, M, F, T>(name, f) {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// Exports the user-facing API for one platform: type aliases with the
 /// platform filled in and free functions that call core's. Each port crate
 /// invokes it once, so all ports export the same names.
@@ -121,10 +151,16 @@ macro_rules! port_api {
         /// The address of an actor's mailbox (clone it, send to it).
         pub type Addr<M> = $crate::Addr<M, $platform>;
 
+        /// A reference to an actor (kill, monitor, link) that does not keep
+        /// it alive.
+        pub type ActorRef = $crate::ActorRef<$platform>;
+        /// Waits for one actor's `Down` notice.
+        pub type Monitor = $crate::Monitor<$platform>;
+
         pub use $crate::{
-            BuildError, CounterSnapshot, CountersReport, JoinError, LongHold, LongHoldHook, SendError,
-            ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE, MAX_STACK_SIZE,
-            MIN_STACK_SIZE,
+            BuildError, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold, LongHoldHook,
+            SendError, ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
+            MAX_STACK_SIZE, MIN_STACK_SIZE,
         };
 
         /// The sending half of an unbounded channel (clone it; send from
@@ -246,6 +282,48 @@ macro_rules! port_api {
         /// `*_deadline` call).
         pub fn now_ns() -> u64 {
             <$platform as $crate::Platform>::now_ns()
+        }
+
+        /// [`spawn`] with a name (shown in join errors, `Down` notices and
+        /// reports).
+        pub fn spawn_named<F, T>(name: &str, f: F) -> JoinHandle<T>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_named::<$platform, F, T>(name, f)
+        }
+
+        /// [`spawn_actor`] with a name.
+        pub fn spawn_actor_named<M, F, T>(name: &str, f: F) -> (Addr<M>, JoinHandle<T>)
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_actor_named::<$platform, M, F, T>(name, f)
+        }
+
+        /// A reference to the calling actor; `None` on a plain thread.
+        pub fn current() -> Option<ActorRef> {
+            $crate::current::<$platform>()
+        }
+
+        /// The calling actor's name, if it was spawned with one.
+        pub fn current_name() -> Option<::std::sync::Arc<str>> {
+            $crate::current_name::<$platform>()
+        }
+
+        /// Links the calling actor with `other`: an abnormal exit of either
+        /// kills the other, unless it traps exits. `false` off actors.
+        pub fn link(other: &ActorRef) -> bool {
+            $crate::link::<$platform>(other)
+        }
+
+        /// The calling actor traps exits: a linked actor's abnormal exit
+        /// arrives at `to` as `f(down)` instead of killing the caller.
+        pub fn trap_exits_into<M: Send + 'static>(to: &Addr<M>, f: fn(Down) -> M) -> bool {
+            $crate::trap_exits_into::<$platform, M>(to, f)
         }
 
         /// The running actor's id; `None` outside actors.

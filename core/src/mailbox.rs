@@ -75,6 +75,8 @@
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
+
+use crate::life::{ActorRef, Life};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -98,6 +100,8 @@ pub(crate) struct Shared<M> {
     state: AtomicU32,
     waiter: UnsafeCell<Option<Waiter>>,
     id: u64,
+    /// The owning actor's id, name, exit hooks.
+    life: Arc<Life>,
 }
 
 // SAFETY: `queue` is an MPSC queue (Send+Sync for M: Send); `waiter` is
@@ -146,14 +150,14 @@ impl<M, P: Platform> fmt::Debug for Addr<M, P> {
 /// the protocol from plain threads.
 #[doc(hidden)]
 pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
-    pair::<M, P>(0)
+    pair::<M, P>(Life::new(0, None))
 }
 
 /// The body of an actor with a mailbox: makes the mailbox of actor `id`,
 /// leaves its first address in `addr`, and returns the body that hands the
 /// mailbox to `f`. Shared by every `spawn_actor`.
 pub(crate) fn bind<M, P, F, T>(
-    id: u64,
+    life: &Arc<Life>,
     f: F,
     addr: &mut Option<Addr<M, P>>,
 ) -> impl FnOnce() -> T + Send + 'static
@@ -163,13 +167,14 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (mb, a) = pair::<M, P>(id);
+    let (mb, a) = pair::<M, P>(life.clone());
     *addr = Some(a);
     move || f(mb)
 }
 
 /// A new mailbox and its first address, for the actor with id `id`.
-pub(crate) fn pair<M: Send, P: Platform>(id: u64) -> (Mailbox<M, P>, Addr<M, P>) {
+pub(crate) fn pair<M: Send, P: Platform>(life: Arc<Life>) -> (Mailbox<M, P>, Addr<M, P>) {
+    let id = life.id;
     // SAFETY: a fresh node from the node allocator (a `Node::layout`
     // block), exclusively ours; the queue owns it from here.
     let queue = unsafe { MpscQueue::new(sched::node_alloc::<M, P>()) };
@@ -178,6 +183,7 @@ pub(crate) fn pair<M: Send, P: Platform>(id: u64) -> (Mailbox<M, P>, Addr<M, P>)
         state: AtomicU32::new(IDLE),
         waiter: UnsafeCell::new(None),
         id,
+        life,
     });
     (
         Mailbox {
@@ -203,6 +209,11 @@ impl<M: Send, P: Platform> Addr<M, P> {
     #[doc(hidden)]
     pub fn __poke(&self) {
         self.shared.wake_receiver();
+    }
+
+    /// A reference to the receiving actor (to kill, monitor or link to it).
+    pub fn actor_ref(&self) -> ActorRef<P> {
+        ActorRef::new(&self.shared.life)
     }
 
     /// Whether the receiving actor has exited (its mailbox is closed).

@@ -272,7 +272,33 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.spawn_with_id(|_| f)
+        self.spawn_with_id(None, |_| f)
+    }
+
+    /// [`spawn`](Self::spawn) with a name (shown in join errors, `Down`
+    /// notices and reports).
+    pub fn spawn_named<F, T>(&self, name: &str, f: F) -> JoinHandle<T, P>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn_with_id(Some(Arc::from(name)), |_| f) {
+            Ok(h) => h,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`spawn_actor`](Self::spawn_actor) with a name.
+    pub fn spawn_actor_named<M, F, T>(&self, name: &str, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn_actor_inner(Some(Arc::from(name)), f) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        }
     }
 
     /// Spawns an actor with a mailbox from any thread: `f` receives the
@@ -284,8 +310,22 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.spawn_actor_inner(None, f)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn spawn_actor_inner<M, F, T>(
+        &self,
+        name: Option<Arc<str>>,
+        f: F,
+    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let mut addr = None;
-        let h = self.spawn_with_id(|id| mailbox::bind(id, f, &mut addr))?;
+        let h = self.spawn_with_id(name, |life| mailbox::bind(life, f, &mut addr))?;
         Ok((addr.expect("the body builder ran"), h))
     }
 
@@ -303,7 +343,11 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         }
     }
 
-    fn spawn_with_id<F, T>(&self, build: impl FnOnce(u64) -> F) -> Result<JoinHandle<T, P>, SpawnError>
+    fn spawn_with_id<F, T>(
+        &self,
+        name: Option<Arc<str>>,
+        build: impl FnOnce(&Arc<crate::life::Life>) -> F,
+    ) -> Result<JoinHandle<T, P>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -312,7 +356,9 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         let stack = core.pool.get_one()?;
         // Relaxed: ids only need uniqueness.
         let id = core.next_id.fetch_add(1, Ordering::Relaxed);
-        let (actor, handle) = core.new_actor::<F, T>(id, stack, build(id));
+        let life = crate::life::Life::new(id, name);
+        let body = build(&life);
+        let (actor, handle) = core.new_actor::<F, T>(id, life, stack, body);
         core.outside.shared_spawned(1);
         core.outside.shared_enqueued(1);
         self.shared.queue.push(actor);

@@ -69,6 +69,7 @@ use crate::counters::Counters;
 use crate::error::SpawnError;
 use crate::idle::Idle;
 use crate::join::{make_entry, JoinHandle};
+use crate::life::Life;
 use crate::lock::Mutex;
 use crate::mailbox::{self, Addr, Mailbox};
 use crate::mpsc::Node;
@@ -323,16 +324,25 @@ impl<P: Platform> RtCore<P> {
     }
 
     /// A new actor with a stack, bootstrapped to start in [`actor_entry`].
-    pub(crate) fn new_actor<F, T>(&self, id: u64, stack: RawStack, f: F) -> (Arc<Actor>, JoinHandle<T, P>)
+    pub(crate) fn new_actor<F, T>(
+        &self,
+        id: u64,
+        life: Arc<Life>,
+        stack: RawStack,
+        f: F,
+    ) -> (Arc<Actor>, JoinHandle<T, P>)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (entry, handle) = make_entry::<P, F, T>(id, f);
+        let (entry, handle) = make_entry::<P, F, T>(id, life.clone(), f);
         let top = stack.top();
         // SAFETY: written once by the builder before the runtime is shared.
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
-        let actor = Arc::new(Actor::new(id, entry, stack, P::stack_free, rt));
+        let actor = Arc::new(Actor::new(id, entry, stack, P::stack_free, rt, life.clone()));
+        // SAFETY: the `Life` is not shared yet beyond the mailbox made for
+        // this actor, whose handles nobody else holds yet.
+        unsafe { *life.actor.get() = Arc::downgrade(&actor) };
         // SAFETY: `top` is the page-aligned end of a fresh mapping of at
         // least the runtime's minimum stack size; `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its
@@ -426,6 +436,12 @@ pub fn current_id<P: Platform>() -> Option<u64> {
     current_actor::<P>().map(|a| unsafe { (*a).id })
 }
 
+/// The calling actor's name, if it was spawned with one.
+pub fn current_name<P: Platform>() -> Option<Arc<str>> {
+    // SAFETY: `current_actor` returns a live actor (the running one).
+    current_actor::<P>().and_then(|a| unsafe { (&*a).life.name.clone() })
+}
+
 /// The index of the worker the caller runs on; `None` off the runtime.
 pub fn current_worker<P: Platform>() -> Option<usize> {
     let c = ctx::<P>();
@@ -449,6 +465,13 @@ unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
         if *(*me).cancel.get() == CANCEL_REQUESTED {
             *(*me).cancel.get() = CANCEL_UNWINDING;
             P::resume_unwind(alloc::boxed::Box::new(Cancelled));
+        }
+        // Relaxed: pairs with the kill's Release store; a parked actor's
+        // kill is ordered by its wake (the state CAS), a running one's is
+        // seen at this or a later resume.
+        if *(*me).cancel.get() == CANCEL_NONE && (&*me).life.killed.load(Ordering::Relaxed) {
+            *(*me).cancel.get() = CANCEL_UNWINDING;
+            P::resume_unwind(alloc::boxed::Box::new(crate::life::Killed));
         }
     }
 }
@@ -678,12 +701,26 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_with_id::<P, F, T>(|_| f)
+    spawn_with_id::<P, F, T>(None, |_| f)
+}
+
+/// [`try_spawn`] with a name (in join errors, `Down` notices and reports).
+pub fn try_spawn_named<P, F, T>(name: &str, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_with_id::<P, F, T>(Some(Arc::from(name)), |_| f)
 }
 
 /// [`try_spawn`] with the body built from the child's id (so it can own
 /// things that name the child, such as its mailbox).
-pub(crate) fn spawn_with_id<P, F, T>(build: impl FnOnce(u64) -> F) -> Result<JoinHandle<T, P>, SpawnError>
+/// `build` makes the body from the child's [`Life`] (its id and name).
+pub(crate) fn spawn_with_id<P, F, T>(
+    name: Option<Arc<str>>,
+    build: impl FnOnce(&Arc<Life>) -> F,
+) -> Result<JoinHandle<T, P>, SpawnError>
 where
     P: Platform,
     F: FnOnce() -> T + Send + 'static,
@@ -706,7 +743,9 @@ where
         let id = (*c).id_next;
         (*c).id_next += 1;
         core.workers[(*c).index].counters.spawned(1);
-        core.new_actor::<F, T>(id, stack, build(id))
+        let life = Life::new(id, name);
+        let body = build(&life);
+        core.new_actor::<F, T>(id, life, stack, body)
     };
     // SAFETY: `me` is the running actor.
     unsafe { suspend::<P>(me, Request::Spawn(child)) };
@@ -725,8 +764,37 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
+    try_spawn_actor_inner::<P, M, F, T>(None, f)
+}
+
+/// [`try_spawn_actor`] with a name.
+#[allow(clippy::type_complexity)]
+pub fn try_spawn_actor_named<P, M, F, T>(
+    name: &str,
+    f: F,
+) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    try_spawn_actor_inner::<P, M, F, T>(Some(Arc::from(name)), f)
+}
+
+#[allow(clippy::type_complexity)]
+fn try_spawn_actor_inner<P, M, F, T>(
+    name: Option<Arc<str>>,
+    f: F,
+) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
     let mut addr = None;
-    let h = spawn_with_id::<P, _, T>(|id| mailbox::bind(id, f, &mut addr))?;
+    let h = spawn_with_id::<P, _, T>(name, |life| mailbox::bind(life, f, &mut addr))?;
     Ok((addr.expect("the body builder ran"), h))
 }
 

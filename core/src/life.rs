@@ -1,0 +1,451 @@
+//! Exit reasons, kill, monitors and links: how one actor learns of another's
+//! end, and how fates are tied (Erlang's model, typed).
+//!
+//! - Every actor ends with an [`ExitReason`]: `Normal` (its closure
+//!   returned), `Panicked` (with the message), `Killed` ([`ActorRef::kill`],
+//!   or a linked actor's abnormal exit) or `Cancelled` (runtime shutdown).
+//! - [`ActorRef::monitor`] gives a [`Monitor`]: one [`Down`] notice with the
+//!   reason (at once if the actor already ended);
+//!   [`ActorRef::monitor_into`] delivers it as a message of the watcher's
+//!   own mailbox type instead.
+//! - [`link`] ties the caller and another actor: when either ends
+//!   abnormally (`Panicked` or `Killed`), the other is killed — unless it
+//!   called [`trap_exits_into`], in which case it receives a [`Down`]
+//!   message in its mailbox and carries on. A normal exit breaks the link
+//!   quietly.
+//!
+//! # Mechanism
+//!
+//! Each actor carries a list of exit hooks: a lock-free stack of boxed
+//! closures, closed (swapped to a sentinel) when the actor ends, after its
+//! reason is stored. A hook added before the close runs at the actor's
+//! exit, on its own stack; one that finds the list closed runs at once with
+//! the stored reason. So every hook runs exactly once, whichever side wins.
+//!
+//! A kill sets the actor's kill flag and wakes it; the actor unwinds at its
+//! next resume point (a yield, a wait, a timeslice expiry: the places where
+//! it switches out), running destructors. An actor that never switches out
+//! is not killed until it does (the long-hold monitor reports such actors).
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr;
+
+use crate::actor::Actor;
+use crate::channel::{oneshot, OneshotReceiver};
+use crate::mailbox::Addr;
+use crate::platform::Platform;
+use crate::sync::{AtomicBool, AtomicPtr, Ordering, RawCell};
+
+/// How an actor ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Its closure returned.
+    Normal,
+    /// It panicked, with this message.
+    Panicked(String),
+    /// It was killed ([`ActorRef::kill`], or a linked actor ended abnormally).
+    Killed,
+    /// The runtime shut down before it ended.
+    Cancelled,
+}
+
+impl ExitReason {
+    /// Whether linked actors are killed by it (`Panicked` or `Killed`).
+    pub fn is_abnormal(&self) -> bool {
+        matches!(self, ExitReason::Panicked(_) | ExitReason::Killed)
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Normal => f.write_str("normal exit"),
+            ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
+            ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Cancelled => f.write_str("cancelled by runtime shutdown"),
+        }
+    }
+}
+
+/// The notice a monitor (or a trapping linked actor) receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Down {
+    /// The actor that ended.
+    pub id: u64,
+    /// Its name, if it was spawned with one.
+    pub name: Option<Arc<str>>,
+    /// Why it ended.
+    pub reason: ExitReason,
+}
+
+/// The payload of the unwind that kills an actor.
+#[derive(Debug)]
+pub struct Killed;
+
+/// One exit hook.
+type Hook = Box<dyn FnOnce(&Down) + Send>;
+
+struct HookNode {
+    hook: Hook,
+    next: *mut HookNode,
+}
+
+/// The `head` value once the actor has ended.
+const CLOSED: *mut HookNode = ptr::dangling_mut::<HookNode>();
+
+/// An actor's exit hooks (see the module doc).
+pub(crate) struct ExitHooks {
+    head: AtomicPtr<HookNode>,
+    /// Written once by the ending actor, before the close.
+    down: RawCell<Option<Down>>,
+}
+
+// SAFETY: `head` is an atomic; the nodes it links are owned by the list
+// and handed over whole by the closing swap; `down` is written once before
+// the closing swap (Release) and read only after observing it (Acquire).
+unsafe impl Send for ExitHooks {}
+// SAFETY: as above.
+unsafe impl Sync for ExitHooks {}
+
+impl ExitHooks {
+    pub(crate) fn new() -> Self {
+        ExitHooks {
+            head: AtomicPtr::new(ptr::null_mut()),
+            down: RawCell::new(None),
+        }
+    }
+
+    /// Adds `hook`, or, if the actor has ended, runs it now.
+    pub(crate) fn add(&self, hook: Hook) {
+        let node = Box::into_raw(Box::new(HookNode {
+            hook,
+            next: ptr::null_mut(),
+        }));
+        // Acquire: on CLOSED, pairs with the closing swap (the stored
+        // `down` is visible).
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            if head == CLOSED {
+                // SAFETY: `node` was never published: ours.
+                let node = unsafe { Box::from_raw(node) };
+                // SAFETY: CLOSED was observed with Acquire after the closer
+                // wrote `down`; nobody writes it again.
+                if let Some(down) = unsafe { &*self.down.get() } {
+                    (node.hook)(down);
+                }
+                return;
+            }
+            // SAFETY: `node` is still ours (not yet published).
+            unsafe { (*node).next = head };
+            // Release: publishes the node to the closing swap (Acquire).
+            match self
+                .head
+                .compare_exchange(head, node, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// The actor ended: stores `down` and runs every hook once, in the
+    /// order they were added.
+    pub(crate) fn close(&self, down: Down) {
+        // SAFETY: only the ending actor writes `down`, once, before the
+        // list is closed; readers wait for CLOSED.
+        unsafe { *self.down.get() = Some(down) };
+        // AcqRel: Release publishes `down` to adders that see CLOSED;
+        // Acquire takes the nodes adders published.
+        let mut p = self.head.swap(CLOSED, Ordering::AcqRel);
+        let mut hooks = alloc::vec::Vec::new();
+        while !p.is_null() && p != CLOSED {
+            // SAFETY: the swap handed the whole list to us.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next;
+            hooks.push(node.hook);
+        }
+        // SAFETY: written above, never again.
+        let down = unsafe { (*self.down.get()).as_ref() }.expect("stored above");
+        for h in hooks.into_iter().rev() {
+            h(down);
+        }
+    }
+
+    /// Whether the actor has ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        // Acquire: pairs with the closing swap.
+        self.head.load(Ordering::Acquire) == CLOSED
+    }
+}
+
+impl Drop for ExitHooks {
+    fn drop(&mut self) {
+        // An actor dropped without ending (abandoned at shutdown): its
+        // hooks never run; free them.
+        let mut p = self.head.swap(ptr::null_mut(), Ordering::Acquire);
+        while !p.is_null() && p != CLOSED {
+            // SAFETY: `&mut self`: the list is ours.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next;
+        }
+    }
+}
+
+/// What outlives an actor's control block: its id and name, its kill
+/// flag, its exit hooks (and, once it ended, its exit reason), its trap.
+/// Shared by the actor, its join handle, its mailbox and every
+/// [`ActorRef`]: one allocation per actor.
+pub(crate) struct Life {
+    pub(crate) id: u64,
+    pub(crate) name: Option<Arc<str>>,
+    /// Set by a kill; the actor unwinds at its next resume point.
+    pub(crate) killed: AtomicBool,
+    pub(crate) hooks: ExitHooks,
+    /// Set once by `trap_exits_into` (a leaked `Box<TrapFn>`, freed on drop).
+    trap: AtomicPtr<TrapFn>,
+    /// The control block, to wake it for a kill (written once, before the
+    /// actor or any handle to it is shared).
+    pub(crate) actor: RawCell<Weak<Actor>>,
+}
+
+/// What a trapping actor does with a linked actor's abnormal exit (returns
+/// whether it was delivered).
+pub(crate) type TrapFn = Box<dyn Fn(&Down) -> bool + Send + Sync>;
+
+// SAFETY: `actor` is written once before the `Life` is shared and only read
+// afterwards; the rest are atomics or `Sync` (ExitHooks).
+unsafe impl Send for Life {}
+// SAFETY: as above.
+unsafe impl Sync for Life {}
+
+impl Life {
+    pub(crate) fn new(id: u64, name: Option<Arc<str>>) -> Arc<Self> {
+        Arc::new(Life {
+            id,
+            name,
+            killed: AtomicBool::new(false),
+            hooks: ExitHooks::new(),
+            trap: AtomicPtr::new(ptr::null_mut()),
+            actor: RawCell::new(Weak::new()),
+        })
+    }
+
+    /// Kills the actor: sets the flag its next resume point checks, and
+    /// wakes it if it is parked.
+    pub(crate) fn kill(&self) {
+        // Release: a hint for the actor's Relaxed check at resume; a parked
+        // actor is ordered by the wake's CAS below.
+        self.killed.store(true, Ordering::Release);
+        // SAFETY: written once before this `Life` was shared.
+        let actor = unsafe { (*self.actor.get()).upgrade() };
+        if let Some(a) = actor.and_then(Actor::wake) {
+            crate::sched::schedule(a);
+        }
+    }
+
+    /// Installs the trap (the first call wins; later ones are ignored).
+    pub(crate) fn set_trap(&self, f: TrapFn) {
+        let p = Box::into_raw(Box::new(f));
+        // AcqRel: Release publishes the closure to `trap_exit`'s Acquire.
+        if self
+            .trap
+            .compare_exchange(ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `p` was never published.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+
+    /// Delivers a linked actor's abnormal exit through the trap, if set.
+    pub(crate) fn trap_exit(&self, d: &Down) -> bool {
+        // Acquire: pairs with the Release CAS in `set_trap`.
+        let p = self.trap.load(Ordering::Acquire);
+        // SAFETY: a published trap lives until the `Life` is dropped (the
+        // caller holds a reference to it).
+        !p.is_null() && unsafe { (*p)(d) }
+    }
+
+    /// The actor ended with `reason`: runs its exit hooks.
+    pub(crate) fn end(&self, reason: ExitReason) {
+        self.hooks.close(Down {
+            id: self.id,
+            name: self.name.clone(),
+            reason,
+        });
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        let trap = self.trap.swap(ptr::null_mut(), Ordering::Acquire);
+        if !trap.is_null() {
+            // SAFETY: `&mut self`: nobody else can read the trap any more.
+            drop(unsafe { Box::from_raw(trap) });
+        }
+    }
+}
+
+/// A reference to an actor that does not keep it alive (its stack and
+/// control block go when it ends; the reference keeps only its id, name
+/// and exit reason): kill it, monitor it, link to it. Get one from a
+/// `JoinHandle`, an `Addr` or [`current`].
+pub struct ActorRef<P: Platform> {
+    pub(crate) life: Arc<Life>,
+    pub(crate) _p: PhantomData<fn() -> P>,
+}
+
+impl<P: Platform> Clone for ActorRef<P> {
+    fn clone(&self) -> Self {
+        ActorRef {
+            life: self.life.clone(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<P: Platform> fmt::Debug for ActorRef<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActorRef").field("id", &self.life.id).finish()
+    }
+}
+
+impl<P: Platform> ActorRef<P> {
+    pub(crate) fn new(life: &Arc<Life>) -> Self {
+        ActorRef {
+            life: life.clone(),
+            _p: PhantomData,
+        }
+    }
+
+    /// The actor's id.
+    pub fn id(&self) -> u64 {
+        self.life.id
+    }
+
+    /// The actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        self.life.name.as_deref()
+    }
+
+    /// Whether the actor has ended.
+    pub fn has_exited(&self) -> bool {
+        self.life.hooks.is_closed()
+    }
+
+    /// Kills the actor: it unwinds at its next resume point and ends with
+    /// [`ExitReason::Killed`] (its joiner sees `JoinError::Killed`). Killing
+    /// an actor that has ended does nothing.
+    pub fn kill(&self) {
+        if !self.has_exited() {
+            self.life.kill();
+        }
+    }
+
+    /// Runs `hook` once when the actor ends (at once if it has ended). On an
+    /// actor dropped without ending (abandoned at shutdown) it never runs.
+    fn on_exit(&self, hook: Hook) {
+        self.life.hooks.add(hook);
+    }
+
+    /// A monitor: one [`Down`] notice when the actor ends.
+    pub fn monitor(&self) -> Monitor<P> {
+        let (tx, rx) = oneshot::<Down, P>();
+        self.on_exit(Box::new(move |d: &Down| {
+            // The monitor may have been dropped: nobody to tell.
+            let _ = tx.send(d.clone());
+        }));
+        Monitor { rx }
+    }
+
+    /// Delivers the [`Down`] notice, mapped by `f`, to the mailbox `to` (an
+    /// actor watching several others waits on its one mailbox). A mailbox
+    /// closed by then drops it.
+    pub fn monitor_into<M: Send + 'static>(&self, to: &Addr<M, P>, f: fn(Down) -> M) {
+        let to = to.clone();
+        self.on_exit(Box::new(move |d: &Down| {
+            let _ = to.send(f(d.clone()));
+        }));
+    }
+}
+
+/// Waits for one actor's [`Down`] notice.
+pub struct Monitor<P: Platform> {
+    rx: OneshotReceiver<Down, P>,
+}
+
+impl<P: Platform> fmt::Debug for Monitor<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Monitor").finish_non_exhaustive()
+    }
+}
+
+impl<P: Platform> Monitor<P> {
+    /// Waits for the notice (an actor parks, a thread blocks). `None` if it
+    /// can never come (the actor was abandoned at shutdown).
+    pub fn recv(self) -> Option<Down> {
+        self.rx.recv().ok()
+    }
+
+    /// Waits at most `timeout`; `None` if the actor has not ended by then.
+    pub fn recv_timeout(&mut self, timeout: core::time::Duration) -> Option<Down> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+
+    /// The notice, if the actor has ended.
+    pub fn try_recv(&mut self) -> Option<Down> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// A reference to the calling actor; `None` on a plain thread.
+pub fn current<P: Platform>() -> Option<ActorRef<P>> {
+    let a = crate::sched::current_actor::<P>()?;
+    // SAFETY: the running actor is alive while it runs.
+    Some(ActorRef::new(unsafe { &(*a).life }))
+}
+
+/// Links the calling actor with `other`: when either ends abnormally
+/// (`Panicked` or `Killed`) the other is killed, unless it traps exits
+/// ([`trap_exits_into`]). Returns `false` on a plain thread (nothing to
+/// link). Linking to an actor that already ended abnormally kills the
+/// caller at its next resume point, as in Erlang.
+pub fn link<P: Platform>(other: &ActorRef<P>) -> bool {
+    let Some(me) = current::<P>() else {
+        return false;
+    };
+    let (to_other, to_me) = (other.life.clone(), me.life.clone());
+    me.on_exit(Box::new(move |d: &Down| propagate(&to_other, d)));
+    other.on_exit(Box::new(move |d: &Down| propagate(&to_me, d)));
+    true
+}
+
+/// A linked actor ended with `d`: kill `peer` or tell it (if it traps).
+fn propagate(peer: &Life, d: &Down) {
+    if !d.reason.is_abnormal() || peer.hooks.is_closed() {
+        return;
+    }
+    if !peer.trap_exit(d) {
+        peer.kill();
+    }
+}
+
+/// Makes the calling actor trap exits: a linked actor's abnormal exit is
+/// delivered to `to` (normally the caller's own mailbox), mapped by `f`,
+/// instead of killing the caller. Returns `false` on a plain thread.
+pub fn trap_exits_into<P: Platform, M: Send + 'static>(to: &Addr<M, P>, f: fn(Down) -> M) -> bool {
+    let Some(a) = crate::sched::current_actor::<P>() else {
+        return false;
+    };
+    let to = to.clone();
+    // SAFETY: the running actor is alive while it runs.
+    unsafe {
+        (*a).life
+            .set_trap(Box::new(move |d: &Down| to.send(f(d.clone())).is_ok()))
+    };
+    true
+}
