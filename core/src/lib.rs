@@ -28,6 +28,7 @@ pub mod queue;
 pub mod ring;
 pub mod slab;
 pub mod slot;
+pub mod supervisor;
 pub mod sync;
 pub mod timer;
 
@@ -150,6 +151,18 @@ macro_rules! port_api {
         pub type Mailbox<M> = $crate::Mailbox<M, $platform>;
         /// The address of an actor's mailbox (clone it, send to it).
         pub type Addr<M> = $crate::Addr<M, $platform>;
+
+        /// How to start and restart one supervised child.
+        pub type ChildSpec = $crate::supervisor::ChildSpec<$platform>;
+        /// A supervisor's configuration (strategy, intensity, children).
+        pub type SupervisorSpec = $crate::supervisor::SupervisorSpec<$platform>;
+        pub use $crate::supervisor::{Restart, Strategy, SupervisorEvent, SupervisorMsg};
+
+        /// The body of a supervisor actor: `rt.spawn_actor(move |mb|
+        /// supervise(mb, spec))` (see `smarm_core::supervisor`).
+        pub fn supervise(mb: Mailbox<SupervisorMsg>, spec: SupervisorSpec) {
+            $crate::supervisor::supervise::<$platform>(mb, spec)
+        }
 
         /// A reference to an actor (kill, monitor, link) that does not keep
         /// it alive.
