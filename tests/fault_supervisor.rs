@@ -40,7 +40,7 @@ fn registry(n: usize) -> Registry {
 /// Sends `cmd` to child `i`'s current address.
 fn tell(reg: &Registry, i: usize, cmd: Cmd) {
     let a = reg.lock().unwrap()[i].clone().expect("child running");
-    a.send(cmd).ok().expect("child alive");
+    assert!(a.send(cmd).is_ok(), "child alive");
 }
 
 fn next(ev: &mut Receiver<SupervisorEvent>) -> SupervisorEvent {
