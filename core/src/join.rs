@@ -25,6 +25,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
+use crate::dump::WAIT_JOIN;
 use crate::life::{ActorRef, ExitReason, Killed, Life};
 use crate::platform::{PanicPayload, Platform};
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
@@ -410,7 +411,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
                 return Some(Err(JoinError::cancelled(self.id, &self.life.name)));
             }
             match deadline {
-                None => crate::sched::park::<P>(),
+                None => crate::sched::park::<P>(WAIT_JOIN),
                 Some(d) if P::now_ns() >= d => {
                     // Withdraw; a failure means DONE (take it) or EMPTY
                     // (the timer's poke took the registration).
@@ -428,7 +429,9 @@ impl<T, P: Platform> JoinHandle<T, P> {
                         .is_done()
                         .then(|| self.slot.take(self.id, &self.life.name));
                 }
-                Some(d) => crate::sched::park_until::<P>(d, PokeWith(self.slot.clone(), JoinSlot::poke)),
+                Some(d) => {
+                    crate::sched::park_until::<P>(WAIT_JOIN, d, PokeWith(self.slot.clone(), JoinSlot::poke))
+                }
             }
         }
     }

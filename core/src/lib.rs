@@ -33,6 +33,7 @@ pub mod sync;
 pub mod timer;
 
 mod actor;
+pub mod dump;
 mod join;
 pub mod life;
 #[doc(hidden)]
@@ -170,10 +171,14 @@ macro_rules! port_api {
         /// Waits for one actor's `Down` notice.
         pub type Monitor = $crate::Monitor<$platform>;
 
+        pub use $crate::dump::{ActorInfo, ActorState, Dump};
         pub use $crate::{
             BuildError, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold, LongHoldHook,
-            SendError, ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
-            MAX_STACK_SIZE, MIN_STACK_SIZE,
+            SendError,
+        };
+        pub use $crate::{
+            ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE, MAX_STACK_SIZE,
+            MIN_STACK_SIZE,
         };
 
         /// The sending half of an unbounded channel (clone it; send from

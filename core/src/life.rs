@@ -38,7 +38,7 @@ use crate::actor::Actor;
 use crate::channel::{oneshot, OneshotReceiver};
 use crate::mailbox::Addr;
 use crate::platform::Platform;
-use crate::sync::{AtomicBool, AtomicPtr, Ordering, RawCell};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering, RawCell};
 
 /// How an actor ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +210,12 @@ pub(crate) struct Life {
     /// The control block, to wake it for a kill (written once, before the
     /// actor or any handle to it is shared).
     pub(crate) actor: RawCell<Weak<Actor>>,
+    /// What the actor waits on when parked (`dump::WAIT_*`; a hint).
+    pub(crate) wait: AtomicU8,
+    /// Messages sent to / taken from its mailbox (with the `counters`
+    /// feature; for dumps). `u64::MAX` sent: no mailbox.
+    pub(crate) sent: AtomicU64,
+    pub(crate) taken: AtomicU64,
 }
 
 /// What a trapping actor does with a linked actor's abnormal exit (returns
@@ -231,7 +237,46 @@ impl Life {
             hooks: ExitHooks::new(),
             trap: AtomicPtr::new(ptr::null_mut()),
             actor: RawCell::new(Weak::new()),
+            wait: AtomicU8::new(0),
+            sent: AtomicU64::new(u64::MAX),
+            taken: AtomicU64::new(0),
         })
+    }
+
+    /// Marks the actor as owning a mailbox (its depth shows in dumps).
+    pub(crate) fn has_mailbox(&self) {
+        // Relaxed: set before the mailbox is shared.
+        self.sent.store(0, Ordering::Relaxed);
+    }
+
+    /// A send to the actor's mailbox (counted with `counters` only).
+    #[inline(always)]
+    pub(crate) fn count_sent(&self) {
+        #[cfg(feature = "counters")]
+        // Relaxed: statistics for dumps.
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A message taken by the mailbox's owner (single writer).
+    #[inline(always)]
+    pub(crate) fn count_taken(&self) {
+        #[cfg(feature = "counters")]
+        {
+            // Relaxed: single writer (the receiver); statistics for dumps.
+            let t = self.taken.load(Ordering::Relaxed);
+            self.taken.store(t + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Messages in the mailbox, if the actor has one (and `counters` is on).
+    pub(crate) fn mailbox_depth(&self) -> Option<u64> {
+        // Relaxed: statistics; a send counted before the take it matches
+        // may show as one extra.
+        let sent = self.sent.load(Ordering::Relaxed);
+        if sent == u64::MAX || !cfg!(feature = "counters") {
+            return None;
+        }
+        Some(sent.saturating_sub(self.taken.load(Ordering::Relaxed)))
     }
 
     /// Kills the actor: sets the flag its next resume point checks, and

@@ -80,6 +80,7 @@ use crate::life::{ActorRef, Life};
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::dump::WAIT_MAILBOX;
 use crate::mpsc::{MpscQueue, Pop};
 use crate::platform::Platform;
 use crate::sched;
@@ -167,6 +168,7 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
+    life.has_mailbox();
     let (mb, a) = pair::<M, P>(life.clone());
     *addr = Some(a);
     move || f(mb)
@@ -237,6 +239,7 @@ impl<M: Send, P: Platform> Addr<M, P> {
         // S2 (SeqCst swap inside).
         // SAFETY: a fresh node from the node allocator, exclusively ours.
         unsafe { s.queue.push(sched::node_alloc::<M, P>(), msg) };
+        s.life.count_sent();
         // S3. SeqCst: the sender's half of the Dekker pair (module doc).
         if s.state.load(Ordering::SeqCst) == WAITING {
             s.wake_receiver();
@@ -298,6 +301,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
             match unsafe { self.shared.queue.pop() } {
                 Pop::Data(m, node) => {
                     sched::node_free::<M, P>(node);
+                    self.shared.life.count_taken();
                     return Some(m);
                 }
                 Pop::Empty => return None,
@@ -417,8 +421,12 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// then (taking the registration as a sender would).
     fn park(&self, deadline: Option<u64>) {
         match deadline {
-            None => sched::park::<P>(),
-            Some(d) => sched::park_until::<P>(d, PokeWith(self.shared.clone(), |s| s.wake_receiver())),
+            None => sched::park::<P>(WAIT_MAILBOX),
+            Some(d) => sched::park_until::<P>(
+                WAIT_MAILBOX,
+                d,
+                PokeWith(self.shared.clone(), |s| s.wake_receiver()),
+            ),
         }
     }
 
@@ -445,7 +453,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
             // A wake is in flight to us: let it land.
             WAKING => {
                 if sched::current_actor::<P>().is_some() {
-                    sched::park::<P>();
+                    sched::park::<P>(WAIT_MAILBOX);
                 } else {
                     P::yield_thread();
                 }

@@ -359,6 +359,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         let life = crate::life::Life::new(id, name);
         let body = build(&life);
         let (actor, handle) = core.new_actor::<F, T>(id, life, stack, body);
+        core.registry[core.workers.len()].add(&actor);
         core.outside.shared_spawned(1);
         core.outside.shared_enqueued(1);
         self.shared.queue.push(actor);
@@ -406,6 +407,21 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
                 .collect(),
             outside: self.shared.core.outside.snapshot(),
         }
+    }
+
+    /// A dump of every live actor (id, name, state, what it waits on,
+    /// mailbox depth, worker) and the per-worker counters; print it with
+    /// `{}`. Safe to call at any time from any thread (it locks each
+    /// registry shard briefly; the actors keep running).
+    pub fn dump(&self) -> crate::dump::Dump {
+        let core = &self.shared.core;
+        // Relaxed: a snapshot for humans.
+        let running: Vec<u64> = core
+            .workers
+            .iter()
+            .map(|w| w.running.load(Ordering::Relaxed))
+            .collect();
+        crate::dump::Dump::collect(P::NAME, &core.registry, self.counters().workers, &running)
     }
 
     /// Actors spawned and not yet exited.
@@ -461,6 +477,9 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             // Actors left parked still point at this runtime (a late wake
             // schedules through it): keep its shared state alive for good.
             core::mem::forget(self.shared.clone());
+        }
+        for s in core.registry.iter() {
+            s.clear();
         }
         // Leftovers (pushed by outside threads after the workers stopped):
         // dropping them unmaps their stacks.

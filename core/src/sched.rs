@@ -199,6 +199,9 @@ const TIMER_CHECK_TURNS: u32 = 16;
 /// Everything of a runtime that does not depend on the run-queue type.
 pub(crate) struct RtCore<P: Platform> {
     pub(crate) idle: Idle<P, P::Lock>,
+    /// Live actors for dumps: one shard per worker, the last for plain
+    /// threads ([`crate::dump`]).
+    pub(crate) registry: alloc::boxed::Box<[crate::dump::Shard<P::Lock>]>,
     pub(crate) workers: alloc::boxed::Box<[WorkerShared]>,
     /// Counters of plain OS threads (outside the workers).
     pub(crate) outside: Counters,
@@ -297,6 +300,7 @@ impl<P: Platform> RtCore<P> {
             hold_ns,
             hold_hook,
             monitor_word: AtomicU32::new(0),
+            registry: (0..=workers).map(|_| crate::dump::Shard::new()).collect(),
             idle: Idle::new(workers),
             workers: (0..workers)
                 .map(|_| WorkerShared {
@@ -477,11 +481,15 @@ unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
 }
 
 /// Parks the calling actor until a wake (see the state diagram in
-/// [`crate::actor`]). Spurious returns are possible: callers re-check.
-pub(crate) fn park<P: Platform>() {
+/// [`crate::actor`]); `what` it waits on shows in dumps. Spurious returns
+/// are possible: callers re-check.
+pub(crate) fn park<P: Platform>(what: u8) {
     match current_actor::<P>() {
         // SAFETY: `a` is the running actor.
-        Some(a) => unsafe { suspend::<P>(a, Request::Park) },
+        Some(a) => unsafe {
+            crate::dump::waiting_on(a, what);
+            suspend::<P>(a, Request::Park)
+        },
         None => P::yield_thread(),
     }
 }
@@ -551,11 +559,11 @@ pub(crate) fn arm<P: Platform>(deadline: u64, target: impl Poke + 'static) -> Op
 /// timer pokes `target` (which takes the caller's registration in the wait
 /// object, exactly as a sender would: see [`crate::timer`]). May return
 /// spuriously; callers re-check. On a plain thread: yields.
-pub(crate) fn park_until<P: Platform>(deadline: u64, target: impl Poke + 'static) {
+pub(crate) fn park_until<P: Platform>(what: u8, deadline: u64, target: impl Poke + 'static) {
     let Some(armed) = arm::<P>(deadline, target) else {
         return P::yield_thread();
     };
-    park::<P>();
+    park::<P>(what);
     drop(armed);
 }
 
@@ -589,7 +597,7 @@ pub fn sleep_until<P: Platform>(deadline: u64) {
         return;
     };
     while !armed.has_fired() {
-        park::<P>();
+        park::<P>(crate::dump::WAIT_TIMER);
     }
     // Returns once the poke has returned (the Drop waits for FIRED).
     drop(armed);
@@ -673,6 +681,7 @@ pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
     if unsafe { *(*me).cancel.get() } == CANCEL_UNWINDING {
         return f();
     }
+    crate::dump::waiting_on(me, crate::dump::WAIT_BLOCKING);
     // SAFETY: `me` is the running actor; the worker hands its duty away and
     // resumes us on this thread, detached (no current worker).
     unsafe { suspend::<P>(me, Request::Block) };
@@ -683,6 +692,7 @@ pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
             out = Some(f());
         }
     });
+    crate::dump::waiting_on(me, crate::dump::WAIT_NONE);
     // SAFETY: as above; the thread's old worker frame requeues us and
     // retires (the actor resumes on whichever worker takes it).
     unsafe { suspend::<P>(me, Request::Rejoin) };
@@ -745,7 +755,9 @@ where
         core.workers[(*c).index].counters.spawned(1);
         let life = Life::new(id, name);
         let body = build(&life);
-        core.new_actor::<F, T>(id, life, stack, body)
+        let (child, handle) = core.new_actor::<F, T>(id, life, stack, body);
+        core.registry[(*c).index].add(&child);
+        (child, handle)
     };
     // SAFETY: `me` is the running actor.
     unsafe { suspend::<P>(me, Request::Spawn(child)) };
@@ -1133,11 +1145,13 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 (*ctx).slice_end = <P::Arch as Arch>::cycles().saturating_add(self.core.slice_cycles);
             }
             let monitored = self.core.hold_ns != 0;
+            // Relaxed: samples for dumps and the monitor, which tolerate
+            // staleness.
+            w.running.store(a.id, Ordering::Relaxed);
             if monitored {
                 (*ctx).resumes += 1;
-                // Relaxed: samples for the monitor, which tolerates staleness.
+                // Relaxed: as above.
                 w.resumes.store((*ctx).resumes, Ordering::Relaxed);
-                w.running.store(a.id, Ordering::Relaxed);
             }
             (*ctx).current = Arc::as_ptr(&a);
             let back = <P::Arch as Arch>::switch(*a.sp.get());
@@ -1145,6 +1159,9 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             (*ctx).current = ptr::null();
             if monitored {
                 self.end_hold(w, index, a.id, (*ctx).resumes);
+            } else {
+                // Relaxed: as above.
+                w.running.store(0, Ordering::Relaxed);
             }
             w.counters.switches(1);
             match mem::replace(&mut *a.request.get(), Request::None) {

@@ -10,7 +10,9 @@
 
 #[cfg(not(smarm_loom))]
 mod imp {
-    pub use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    pub use core::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    };
 
     /// A spin-loop hint (`pause` / `isb`), a no-op scheduling point under loom.
     #[inline(always)]
@@ -57,7 +59,9 @@ mod imp {
 
 #[cfg(smarm_loom)]
 mod imp {
-    pub use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    pub use loom::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    };
 
     /// Under loom a spin is a yield, so a model never spins forever.
     #[inline(always)]

@@ -51,7 +51,7 @@ impl Waiter {
     /// spuriously. An actor that is being cancelled returns at once.
     pub(crate) fn wait<P: Platform>(&self, deadline_ns: Option<u64>) {
         match self {
-            Waiter::Actor(_) => sched::park::<P>(),
+            Waiter::Actor(_) => sched::park::<P>(crate::dump::WAIT_CHANNEL),
             Waiter::Thread(t) => {
                 // Acquire: pairs with the Release store in `wake`.
                 if t.word.load(Ordering::Acquire) == 0 {

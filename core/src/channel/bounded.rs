@@ -240,7 +240,7 @@ impl<T, P: Platform> Bounded<T, P> {
         // B4.
         match thread {
             Some(t) => Waiter::Thread(t).wait::<P>(None),
-            None => sched::park::<P>(),
+            None => sched::park::<P>(crate::dump::WAIT_CHANNEL),
         }
         drop(listed);
         Slot::Retry

@@ -84,6 +84,7 @@ use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
 use crate::wait::{ThreadWaiter, Waiter};
 
 use super::{RecvError, RecvTimeoutError, TryRecvError};
+use crate::dump::WAIT_CHANNEL;
 use crate::timer::Poke;
 
 /// `state` bit: every sender was dropped.
@@ -340,7 +341,7 @@ impl<T> Chan<T> {
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {
                     // SAFETY: forwarded contract.
-                    if !unsafe { self.wait::<P>(None, || sched::park::<P>()) } {
+                    if !unsafe { self.wait::<P>(None, || sched::park::<P>(WAIT_CHANNEL)) } {
                         return Err(RecvError);
                     }
                 }
@@ -381,7 +382,11 @@ impl<T> Chan<T> {
                 };
             }
             // SAFETY: forwarded contract.
-            unsafe { self.wait::<P>(Some(deadline), || sched::park_until::<P>(deadline, poke())) };
+            unsafe {
+                self.wait::<P>(Some(deadline), || {
+                    sched::park_until::<P>(WAIT_CHANNEL, deadline, poke())
+                })
+            };
         }
     }
 

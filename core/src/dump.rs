@@ -1,0 +1,243 @@
+//! The runtime dump: every live actor (id, name, state, what it waits on,
+//! mailbox depth, worker) and per-worker counters, the way Go prints its
+//! goroutines. [`Runtime::dump`](crate::Runtime::dump) takes one; its
+//! `Display` prints it.
+//!
+//! # The registry
+//!
+//! Each runtime keeps one list of weak references per worker (and one for
+//! plain threads), under its own lock: a spawn appends to its worker's
+//! list (an uncontended lock), an exit does nothing, and the list drops its
+//! dead entries when it has doubled since the last sweep, so the cost is
+//! amortised O(1) per actor and the lists stay within twice the live count.
+//! A dump locks each list in turn.
+
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::actor::{Actor, DONE, NOTIFIED, PARKED, RUNNABLE, RUNNING};
+use crate::counters::CounterSnapshot;
+use crate::lock::Mutex;
+use crate::platform::RawLock;
+use crate::sync::{AtomicU8, Ordering};
+
+/// What a parked actor waits on (set just before it parks).
+pub(crate) const WAIT_NONE: u8 = 0;
+/// A mailbox receive.
+pub(crate) const WAIT_MAILBOX: u8 = 1;
+/// A channel receive or a bounded send.
+pub(crate) const WAIT_CHANNEL: u8 = 2;
+/// A join.
+pub(crate) const WAIT_JOIN: u8 = 3;
+/// A sleep.
+pub(crate) const WAIT_TIMER: u8 = 4;
+/// Inside `blocking` (off the workers).
+pub(crate) const WAIT_BLOCKING: u8 = 5;
+
+/// Records what the calling actor is about to wait on (a Relaxed store:
+/// a hint for dumps only).
+pub(crate) fn waiting_on(a: *const Actor, what: u8) {
+    // SAFETY: callers pass the running actor, alive while it runs.
+    let a: &Actor = unsafe { &*a };
+    let w: &AtomicU8 = &a.life.wait;
+    // Relaxed: read only by dumps, which tolerate staleness.
+    w.store(what, Ordering::Relaxed);
+}
+
+/// One shard of the registry.
+pub(crate) struct Shard<L: RawLock> {
+    list: Mutex<L, ShardList>,
+}
+
+struct ShardList {
+    actors: Vec<Weak<Actor>>,
+    /// Length after the last sweep.
+    swept: usize,
+}
+
+impl<L: RawLock> Shard<L> {
+    pub(crate) fn new() -> Self {
+        Shard {
+            list: Mutex::new(ShardList {
+                actors: Vec::new(),
+                swept: 0,
+            }),
+        }
+    }
+
+    /// Registers a new actor.
+    pub(crate) fn add(&self, a: &Arc<Actor>) {
+        let mut l = self.list.lock();
+        if l.actors.len() >= 2 * l.swept.max(64) {
+            l.actors.retain(|w| w.strong_count() > 0);
+            l.swept = l.actors.len();
+        }
+        l.actors.push(Arc::downgrade(a));
+    }
+
+    fn collect(&self, out: &mut Vec<ActorInfo>) {
+        let l = self.list.lock();
+        for w in &l.actors {
+            if let Some(a) = w.upgrade() {
+                if let Some(info) = ActorInfo::of(&a) {
+                    out.push(info);
+                }
+            }
+        }
+    }
+
+    /// Drops every entry (runtime shutdown).
+    pub(crate) fn clear(&self) {
+        self.list.lock().actors.clear();
+    }
+}
+
+/// What an actor is doing, as a dump sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActorState {
+    /// On a worker right now.
+    Running,
+    /// Queued (or in a run-next slot), ready to run.
+    Runnable,
+    /// Parked on a mailbox receive.
+    WaitingMailbox,
+    /// Parked on a channel (receive, or a send on a full bounded channel).
+    WaitingChannel,
+    /// Parked joining another actor.
+    WaitingJoin,
+    /// Parked in a sleep (a timer wakes it).
+    Sleeping,
+    /// Parked on something else.
+    Parked,
+    /// Inside `blocking` (its thread is off the workers).
+    Blocking,
+}
+
+impl fmt::Display for ActorState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ActorState::Running => "running",
+            ActorState::Runnable => "runnable",
+            ActorState::WaitingMailbox => "parked on its mailbox",
+            ActorState::WaitingChannel => "parked on a channel",
+            ActorState::WaitingJoin => "parked in a join",
+            ActorState::Sleeping => "sleeping (timer)",
+            ActorState::Parked => "parked",
+            ActorState::Blocking => "in a blocking call",
+        })
+    }
+}
+
+/// One live actor in a dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// Its id.
+    pub id: u64,
+    /// Its name, if it was spawned with one.
+    pub name: Option<Arc<str>>,
+    /// What it is doing.
+    pub state: ActorState,
+    /// Messages waiting in its mailbox (actors spawned with one).
+    pub mailbox_depth: Option<u64>,
+    /// The worker running it (for `Running`).
+    pub worker: Option<usize>,
+}
+
+impl ActorInfo {
+    fn of(a: &Actor) -> Option<Self> {
+        // Relaxed: a snapshot for humans; it may be stale by the time it is
+        // printed.
+        let s = a.state.load(Ordering::Relaxed);
+        let wait = a.life.wait.load(Ordering::Relaxed);
+        let state = match s {
+            DONE => return None,
+            RUNNING | NOTIFIED if wait == WAIT_BLOCKING => ActorState::Blocking,
+            RUNNING | NOTIFIED => ActorState::Running,
+            RUNNABLE => ActorState::Runnable,
+            PARKED => match wait {
+                WAIT_MAILBOX => ActorState::WaitingMailbox,
+                WAIT_CHANNEL => ActorState::WaitingChannel,
+                WAIT_JOIN => ActorState::WaitingJoin,
+                WAIT_TIMER => ActorState::Sleeping,
+                _ => ActorState::Parked,
+            },
+            _ => ActorState::Parked,
+        };
+        Some(ActorInfo {
+            id: a.id,
+            name: a.life.name.clone(),
+            state,
+            mailbox_depth: a.life.mailbox_depth(),
+            worker: None,
+        })
+    }
+}
+
+/// A runtime dump: live actors by id, and per-worker counters.
+#[derive(Debug, Clone)]
+pub struct Dump {
+    /// The port (platform) name.
+    pub platform: &'static str,
+    /// Live actors, by id.
+    pub actors: Vec<ActorInfo>,
+    /// Per-worker counters, by worker index.
+    pub workers: Vec<CounterSnapshot>,
+}
+
+impl Dump {
+    /// `running[i]`: the id of the actor worker `i` runs (0: none).
+    pub(crate) fn collect<L: RawLock>(
+        platform: &'static str,
+        shards: &[Shard<L>],
+        workers: Vec<CounterSnapshot>,
+        running: &[u64],
+    ) -> Self {
+        let mut actors = Vec::new();
+        for s in shards {
+            s.collect(&mut actors);
+        }
+        actors.sort_by_key(|a| a.id);
+        for a in &mut actors {
+            if a.state == ActorState::Running {
+                a.worker = running.iter().position(|&id| id == a.id);
+            }
+        }
+        Dump {
+            platform,
+            actors,
+            workers,
+        }
+    }
+}
+
+impl fmt::Display for Dump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "smarm dump ({}): {} live actors, {} workers",
+            self.platform,
+            self.actors.len(),
+            self.workers.len()
+        )?;
+        for a in &self.actors {
+            write!(f, "\nactor {}", a.id)?;
+            if let Some(n) = &a.name {
+                write!(f, " {:?}", &**n)?;
+            }
+            write!(f, " [{}", a.state)?;
+            if let Some(w) = a.worker {
+                write!(f, " on worker {w}")?;
+            }
+            f.write_str("]")?;
+            if let Some(d) = a.mailbox_depth {
+                write!(f, " mailbox: {d} queued")?;
+            }
+        }
+        writeln!(f)?;
+        for (i, w) in self.workers.iter().enumerate() {
+            write!(f, "\nworker {i}: {w}")?;
+        }
+        writeln!(f)
+    }
+}

@@ -1,0 +1,88 @@
+//! The runtime dump: every live actor with its name, state, what it waits
+//! on, mailbox depth and worker.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use smarm_tests::smarm::{self, ActorState, Mailbox, Runtime};
+use smarm_tests::{eventually, with_timeout};
+
+#[test]
+fn dump_shows_each_actor_state() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        // Parked in a join while its mailbox fills up.
+        let (gate_tx, gate_rx) = smarm::oneshot::<()>();
+        let (inbox, h_inbox) = rt.spawn_actor_named("inbox", move |mut mb: Mailbox<u32>| {
+            let gate = smarm::spawn(move || gate_rx.recv().unwrap());
+            gate.join().unwrap();
+            (0..3).map(|_| mb.recv()).sum::<u32>()
+        });
+        for i in 1..=3 {
+            inbox.send(i).unwrap();
+        }
+        // Parked on an empty mailbox.
+        let (idle, h_idle) = rt.spawn_actor_named("idle", |mut mb: Mailbox<()>| mb.recv());
+        // Sleeping.
+        let h_sleepy = rt.spawn_named("sleepy", || smarm::sleep(Duration::from_secs(3600)));
+        // Running (spinning on a worker, no safe point).
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let h_spin = rt.spawn_named("spin", move || {
+            while !s.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+        });
+        // In a blocking call.
+        let (btx, brx) = std::sync::mpsc::channel::<()>();
+        let h_block = rt.spawn_named("io", move || {
+            smarm::blocking(move || brx.recv_timeout(Duration::from_secs(30)).unwrap())
+        });
+        let want = [
+            ("inbox", ActorState::WaitingJoin),
+            ("idle", ActorState::WaitingMailbox),
+            ("sleepy", ActorState::Sleeping),
+            ("spin", ActorState::Running),
+            ("io", ActorState::Blocking),
+        ];
+        eventually(20, "every actor in its expected state", || {
+            let d = rt.dump();
+            want.iter().all(|(n, st)| {
+                d.actors
+                    .iter()
+                    .any(|a| a.name.as_deref() == Some(n) && a.state == *st)
+            })
+        });
+        let d = rt.dump();
+        let find = |n: &str| {
+            d.actors
+                .iter()
+                .find(|a| a.name.as_deref() == Some(n))
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(find("inbox").mailbox_depth, Some(3));
+        assert_eq!(find("idle").mailbox_depth, Some(0));
+        assert_eq!(find("sleepy").mailbox_depth, None, "no mailbox");
+        assert!(find("spin").worker.is_some(), "a running actor shows its worker");
+        let text = d.to_string();
+        assert!(
+            text.contains("actor") && text.contains("\"inbox\" [parked in a join] mailbox: 3 queued"),
+            "{text}"
+        );
+        assert!(text.contains("worker 0:"), "{text}");
+
+        // Release everything; the dump empties.
+        gate_tx.send(()).unwrap();
+        assert_eq!(h_inbox.join().unwrap(), 6);
+        idle.send(()).unwrap();
+        h_idle.join().unwrap();
+        stop.store(true, Ordering::SeqCst);
+        h_spin.join().unwrap();
+        btx.send(()).unwrap();
+        h_block.join().unwrap();
+        h_sleepy.actor_ref().kill();
+        assert!(h_sleepy.join().unwrap_err().is_killed());
+        eventually(20, "no live actors in the dump", || rt.dump().actors.is_empty());
+    });
+}
