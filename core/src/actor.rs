@@ -123,6 +123,8 @@ pub struct Actor {
     pub(crate) rt: NonNull<dyn Schedule>,
     /// Id, name, kill flag, exit hooks: what outlives the control block.
     pub(crate) life: Arc<Life>,
+    /// Actor-local values; owned by the running actor.
+    pub(crate) locals: RawCell<crate::local::Locals>,
 }
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
@@ -153,6 +155,7 @@ impl Actor {
             stack_free,
             rt,
             life,
+            locals: RawCell::new(crate::local::Locals::default()),
         }
     }
 

@@ -510,8 +510,10 @@ where
             (Ok(()), None) => Err(JoinError::cancelled(id, &actor.life.name)),
             (Err(payload), _) => Err(JoinError::from_payload(id, &actor.life.name, payload)),
         };
-        // Monitors and links first: once a joiner has the result, every
-        // `Down` notice is out.
+        // Actor-local values go on the actor's own stack, then monitors and
+        // links: once a joiner has the result, every `Down` notice is out.
+        // SAFETY: we are the running actor.
+        unsafe { crate::local::drop_all(actor) };
         actor
             .life
             .end(r.as_ref().map_or_else(JoinError::reason, |_| ExitReason::Normal));

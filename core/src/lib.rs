@@ -36,6 +36,7 @@ mod actor;
 pub mod dump;
 mod join;
 pub mod life;
+pub mod local;
 #[doc(hidden)]
 pub mod mailbox;
 mod runtime;
@@ -152,6 +153,16 @@ macro_rules! port_api {
         pub type Mailbox<M> = $crate::Mailbox<M, $platform>;
         /// The address of an actor's mailbox (clone it, send to it).
         pub type Addr<M> = $crate::Addr<M, $platform>;
+
+        /// A value per actor (declare it as a `static`; see
+        /// `smarm_core::local` for the thread-local hazard it replaces).
+        pub type ActorLocal<T> = $crate::local::ActorLocal<T, $platform>;
+
+        /// A section that must not reach a safe point (debug builds panic
+        /// if it does): wrap code holding a `thread_local!` borrow in it.
+        pub fn no_switch<R>(f: impl FnOnce() -> R) -> R {
+            $crate::local::no_switch::<$platform, R>(f)
+        }
 
         /// How to start and restart one supervised child.
         pub type ChildSpec = $crate::supervisor::ChildSpec<$platform>;
