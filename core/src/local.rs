@@ -127,7 +127,7 @@ pub fn no_switch<P: Platform, R>(f: impl FnOnce() -> R) -> R {
 ///
 /// `a` is the running actor.
 #[inline(always)]
-pub(crate) unsafe fn check_switch<P: Platform>(a: *const Actor) {
+pub(crate) unsafe fn check_switch(a: *const Actor) {
     #[cfg(debug_assertions)]
     {
         // SAFETY: contract.

@@ -462,7 +462,7 @@ pub fn current_worker<P: Platform>() -> Option<usize> {
 unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
-        crate::local::check_switch::<P>(me);
+        crate::local::check_switch(me);
         *(*me).request.get() = req;
         let back = <P::Arch as Arch>::switch(*(*me).sched_sp.get());
         // Resumed: `back` is the sp of the worker that resumed us.
