@@ -355,6 +355,26 @@ macro_rules! port_api {
             $crate::trap_exits_into::<$platform, M>(to, f)
         }
 
+        /// Wraps the process's panic hook (once) so that a panic inside an
+        /// actor is reported with the actor's id and name first. Called by
+        /// the port when it starts a runtime's threads.
+        #[doc(hidden)]
+        pub fn __install_panic_hook() {
+            static ONCE: ::std::sync::Once = ::std::sync::Once::new();
+            ONCE.call_once(|| {
+                let prev = ::std::panic::take_hook();
+                ::std::panic::set_hook(::std::boxed::Box::new(move |info| {
+                    if let Some(id) = current_id() {
+                        match current_name() {
+                            Some(n) => ::std::eprintln!("smarm: actor {id} {:?} panicked:", &*n),
+                            None => ::std::eprintln!("smarm: actor {id} panicked:"),
+                        }
+                    }
+                    prev(info)
+                }));
+            });
+        }
+
         /// The running actor's id; `None` outside actors.
         pub fn current_id() -> Option<u64> {
             $crate::current_id::<$platform>()

@@ -170,6 +170,7 @@ unsafe impl Platform for Darwin {
     }
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
+        __install_panic_hook();
         thread::spawn(name, f)
     }
 

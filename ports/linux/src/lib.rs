@@ -164,6 +164,7 @@ unsafe impl Platform for Linux {
     }
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
+        __install_panic_hook();
         std::thread::Builder::new()
             .name(name)
             .stack_size(WORKER_THREAD_STACK)
