@@ -65,6 +65,17 @@ fn dump_shows_each_actor_state() {
         assert_eq!(find("idle").mailbox_depth, Some(0));
         assert_eq!(find("sleepy").mailbox_depth, None, "no mailbox");
         assert!(find("spin").worker.is_some(), "a running actor shows its worker");
+        // Stacks: the builder's size, and a high-water mark above zero
+        // (each has run at least its entry) within it.
+        for a in &d.actors {
+            assert_eq!(a.stack_size, rt.stack_size());
+            if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+                assert!(a.stack_touched.is_some(), "mincore works natively: {a:?}");
+            }
+            if let Some(t) = a.stack_touched {
+                assert!(t > 0 && t <= a.stack_size, "{a:?}");
+            }
+        }
         let text = d.to_string();
         assert!(
             text.contains("actor") && text.contains("\"inbox\" [parked in a join] mailbox: 3 queued"),

@@ -76,11 +76,11 @@ impl<L: RawLock> Shard<L> {
         l.actors.push(Arc::downgrade(a));
     }
 
-    fn collect(&self, out: &mut Vec<ActorInfo>) {
+    fn collect(&self, out: &mut Vec<ActorInfo>, touched: fn(usize, usize) -> Option<usize>) {
         let l = self.list.lock();
         for w in &l.actors {
             if let Some(a) = w.upgrade() {
-                if let Some(info) = ActorInfo::of(&a) {
+                if let Some(info) = ActorInfo::of(&a, touched) {
                     out.push(info);
                 }
             }
@@ -142,10 +142,16 @@ pub struct ActorInfo {
     pub mailbox_depth: Option<u64>,
     /// The worker running it (for `Running`).
     pub worker: Option<usize>,
+    /// Its usable stack size in bytes.
+    pub stack_size: usize,
+    /// The stack's high-water mark in bytes, page-granular, if the OS can
+    /// tell. Stacks are pooled: this is the deepest use since the stack was
+    /// mapped, which may include earlier actors that ran on it.
+    pub stack_touched: Option<usize>,
 }
 
 impl ActorInfo {
-    fn of(a: &Actor) -> Option<Self> {
+    fn of(a: &Actor, touched: fn(usize, usize) -> Option<usize>) -> Option<Self> {
         // Relaxed: a snapshot for humans; it may be stale by the time it is
         // printed.
         let s = a.state.load(Ordering::Relaxed);
@@ -170,6 +176,8 @@ impl ActorInfo {
             state,
             mailbox_depth: a.life.mailbox_depth(),
             worker: None,
+            stack_size: a.life.stack.1 - a.life.stack.0,
+            stack_touched: touched(a.life.stack.0, a.life.stack.1),
         })
     }
 }
@@ -192,10 +200,11 @@ impl Dump {
         shards: &[Shard<L>],
         workers: Vec<CounterSnapshot>,
         running: &[u64],
+        touched: fn(usize, usize) -> Option<usize>,
     ) -> Self {
         let mut actors = Vec::new();
         for s in shards {
-            s.collect(&mut actors);
+            s.collect(&mut actors, touched);
         }
         actors.sort_by_key(|a| a.id);
         for a in &mut actors {
@@ -232,6 +241,10 @@ impl fmt::Display for Dump {
             f.write_str("]")?;
             if let Some(d) = a.mailbox_depth {
                 write!(f, " mailbox: {d} queued")?;
+            }
+            match a.stack_touched {
+                Some(t) => write!(f, " stack: {} of {} KiB touched", t / 1024, a.stack_size / 1024)?,
+                None => write!(f, " stack: {} KiB", a.stack_size / 1024)?,
             }
         }
         writeln!(f)?;

@@ -216,6 +216,8 @@ pub(crate) struct Life {
     /// feature; for dumps). `u64::MAX` sent: no mailbox.
     pub(crate) sent: AtomicU64,
     pub(crate) taken: AtomicU64,
+    /// The usable stack range `[lo, hi)` (for dumps; fixed at spawn).
+    pub(crate) stack: (usize, usize),
 }
 
 /// What a trapping actor does with a linked actor's abnormal exit (returns
@@ -229,7 +231,7 @@ unsafe impl Send for Life {}
 unsafe impl Sync for Life {}
 
 impl Life {
-    pub(crate) fn new(id: u64, name: Option<Arc<str>>) -> Arc<Self> {
+    pub(crate) fn new(id: u64, name: Option<Arc<str>>, stack: (usize, usize)) -> Arc<Self> {
         Arc::new(Life {
             id,
             name,
@@ -240,6 +242,7 @@ impl Life {
             wait: AtomicU8::new(0),
             sent: AtomicU64::new(u64::MAX),
             taken: AtomicU64::new(0),
+            stack,
         })
     }
 

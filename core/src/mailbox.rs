@@ -151,7 +151,7 @@ impl<M, P: Platform> fmt::Debug for Addr<M, P> {
 /// the protocol from plain threads.
 #[doc(hidden)]
 pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
-    pair::<M, P>(Life::new(0, None))
+    pair::<M, P>(Life::new(0, None, (0, 0)))
 }
 
 /// The body of an actor with a mailbox: makes the mailbox of actor `id`,

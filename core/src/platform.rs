@@ -91,6 +91,12 @@ impl RawStack {
     pub fn usable(&self) -> usize {
         self.len - self.guard
     }
+
+    /// The usable range `[lo, hi)` as addresses (above the guard page).
+    pub fn usable_range(&self) -> (usize, usize) {
+        let lo = self.base as usize + self.guard;
+        (lo, self.base as usize + self.len)
+    }
 }
 
 /// Why a stack could not be mapped.
@@ -192,6 +198,15 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
     ///
     /// `stack` came from [`Platform::stack_alloc`] and no context runs on it.
     unsafe fn stack_free(stack: RawStack);
+
+    /// How many bytes of the usable stack `[lo, hi)` have ever been touched
+    /// (resident pages from the top down: a high-water mark at page
+    /// granularity), if the OS can tell. Read-only and safe on any live
+    /// mapping; the default says nothing.
+    fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
+        let _ = (lo, hi);
+        None
+    }
 
     /// Runs `f`, stopping any panic that unwinds out of it.
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload>;

@@ -356,7 +356,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         let stack = core.pool.get_one()?;
         // Relaxed: ids only need uniqueness.
         let id = core.next_id.fetch_add(1, Ordering::Relaxed);
-        let life = crate::life::Life::new(id, name);
+        let life = crate::life::Life::new(id, name, stack.usable_range());
         let body = build(&life);
         let (actor, handle) = core.new_actor::<F, T>(id, life, stack, body);
         core.registry[core.workers.len()].add(&actor);
@@ -421,7 +421,13 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             .iter()
             .map(|w| w.running.load(Ordering::Relaxed))
             .collect();
-        crate::dump::Dump::collect(P::NAME, &core.registry, self.counters().workers, &running)
+        crate::dump::Dump::collect(
+            P::NAME,
+            &core.registry,
+            self.counters().workers,
+            &running,
+            P::stack_touched,
+        )
     }
 
     /// Actors spawned and not yet exited.

@@ -754,7 +754,7 @@ where
         let id = (*c).id_next;
         (*c).id_next += 1;
         core.workers[(*c).index].counters.spawned(1);
-        let life = Life::new(id, name);
+        let life = Life::new(id, name, stack.usable_range());
         let body = build(&life);
         let (child, handle) = core.new_actor::<F, T>(id, life, stack, body);
         core.registry[(*c).index].add(&child);

@@ -85,6 +85,9 @@
 mod clock;
 mod lock;
 mod stack;
+// The same `mincore(2)` reading as the Linux port (one copy of the code).
+#[path = "../../linux/src/stackinfo.rs"]
+mod stackinfo;
 mod thread;
 mod wait;
 
@@ -196,6 +199,10 @@ unsafe impl Platform for Darwin {
         // SAFETY: forwarded contract (the stack came from `stack_alloc` and
         // nothing runs on it).
         unsafe { stack::free(stack) }
+    }
+
+    fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
+        stackinfo::touched(lo, hi, Self::page_size())
     }
 
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {

@@ -118,6 +118,8 @@ unsafe impl Futex for Linux {
     }
 }
 
+mod stackinfo;
+
 thread_local! {
     static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
 }
@@ -235,6 +237,10 @@ unsafe impl Platform for Linux {
     unsafe fn stack_free(stack: RawStack) {
         // SAFETY: the caller passes a mapping from `stack_alloc`, unused now.
         unsafe { libc::munmap(stack.base.cast(), stack.len) };
+    }
+
+    fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
+        stackinfo::touched(lo, hi, Self::page_size())
     }
 
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
