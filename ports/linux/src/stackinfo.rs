@@ -7,7 +7,7 @@ use std::vec::Vec;
 /// Bytes of `[lo, hi)` from the lowest resident page to `hi`; `None` if
 /// the range is empty or `mincore` fails.
 pub(crate) fn touched(lo: usize, hi: usize, page: usize) -> Option<usize> {
-    if lo >= hi || page == 0 || lo % page != 0 {
+    if lo >= hi || page == 0 || !lo.is_multiple_of(page) {
         return None;
     }
     let pages = (hi - lo) / page;
