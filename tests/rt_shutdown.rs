@@ -102,3 +102,57 @@ fn actors_queued_but_never_run_are_cancelled_for_their_joiners() {
         }
     });
 }
+
+#[test]
+fn shutdown_cancels_actors_parked_on_mailboxes_and_channels() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        // Parked forever with nobody to wake them: on their mailbox, on a
+        // channel whose sender stays alive, and in a join on one of them.
+        let mut addrs = Vec::new();
+        let mut hs = Vec::new();
+        for _ in 0..20 {
+            let d = dropped.clone();
+            let (a, h) = rt.spawn_actor(move |mut mb: smarm::Mailbox<u32>| {
+                let _c = CountDrop(d);
+                mb.recv()
+            });
+            addrs.push(a);
+            hs.push(h);
+        }
+        let (tx, mut rx) = smarm::channel::<u32>();
+        let d = dropped.clone();
+        let hc = rt.spawn(move || {
+            let _c = CountDrop(d);
+            rx.recv().ok()
+        });
+        let monitor = hc.actor_ref().monitor();
+        smarm_tests::eventually(20, "all parked", || {
+            rt.dump()
+                .actors
+                .iter()
+                .all(|a| a.state != smarm::ActorState::Runnable)
+                && rt.dump().actors.len() == 21
+        });
+        let report = rt.shutdown();
+        assert_eq!(
+            report.abandoned, 0,
+            "parked actors are woken and cancelled, not abandoned"
+        );
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            21,
+            "each unwound: destructors ran"
+        );
+        for h in hs {
+            assert!(h.join().unwrap_err().is_cancelled());
+        }
+        assert!(hc.join().unwrap_err().is_cancelled());
+        assert_eq!(
+            monitor.recv().map(|d| d.reason),
+            Some(smarm::ExitReason::Cancelled)
+        );
+        drop((addrs, tx));
+    });
+}

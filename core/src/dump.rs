@@ -87,6 +87,19 @@ impl<L: RawLock> Shard<L> {
         }
     }
 
+    /// Collects the actors that are parked now (shutdown wakes them).
+    pub(crate) fn parked(&self, out: &mut Vec<Arc<Actor>>) {
+        let l = self.list.lock();
+        for w in &l.actors {
+            if let Some(a) = w.upgrade() {
+                // Relaxed: a candidate; the wake's CAS decides.
+                if a.state.load(Ordering::Relaxed) == PARKED {
+                    out.push(a);
+                }
+            }
+        }
+    }
+
     /// Drops every entry (runtime shutdown).
     pub(crate) fn clear(&self) {
         self.list.lock().actors.clear();

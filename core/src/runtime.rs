@@ -8,9 +8,12 @@
 //!    at its resume point — it unwinds (destructors run) with a `Cancelled`
 //!    payload that its joiner sees as [`JoinError::Cancelled`]; blocking calls
 //!    made while it unwinds return at once instead of parking;
-//! 3. a worker exits when no actor is left, or when every worker is idle
-//!    with nothing runnable (the actors left are parked with nobody running
-//!    to wake them);
+//! 3. pending timers fire at once (sleepers resume and are cancelled); when
+//!    every worker is idle with nothing runnable, the actors left parked
+//!    (on a mailbox, a channel, a join) are woken from the registry and
+//!    cancelled the same way; a worker exits when no actor is left (or
+//!    after a few such sweeps, when an actor keeps swallowing its
+//!    cancellation and parking again);
 //! 4. the dropping thread joins the workers and drops whatever is left; a
 //!    leftover actor's stack is unmapped without unwinding its frames (what
 //!    they own leaks; the stack does not).

@@ -193,6 +193,9 @@ const SPARE_EXIT: u32 = u32::MAX;
 /// Safe points (sends, receives) between two reads of the cycle counter.
 const SAFE_POINT_BUDGET: u32 = 16;
 
+/// Times shutdown wakes the actors left parked before it abandons them.
+const SHUTDOWN_SWEEPS: usize = 4;
+
 /// Worker turns between two checks for due timers while there is work.
 const TIMER_CHECK_TURNS: u32 = 16;
 
@@ -228,6 +231,8 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) hold_hook: Option<LongHoldHook>,
     /// The monitor thread's wake word: set to 1 at shutdown.
     pub(crate) monitor_word: AtomicU32,
+    /// Shutdown sweeps of parked actors so far.
+    pub(crate) sweeps: AtomicUsize,
 }
 
 /// Runtime settings the scheduler needs (from the builder).
@@ -300,6 +305,7 @@ impl<P: Platform> RtCore<P> {
             hold_ns,
             hold_hook,
             monitor_word: AtomicU32::new(0),
+            sweeps: AtomicUsize::new(0),
             registry: (0..=workers).map(|_| crate::dump::Shard::new()).collect(),
             idle: Idle::new(workers),
             workers: (0..workers)
@@ -1028,11 +1034,20 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         if core.shutdown.load(Ordering::SeqCst) {
             // Every worker idle with nothing queued and nobody inside a
             // blocking call: the remaining actors (if any) are parked with
-            // nobody left to wake them. (Timers of parked actors are not
-            // waited for: shutdown cancels.)
+            // nobody left to wake them. Wake them (from the registry) so
+            // they resume, are cancelled and unwind; an actor that swallows
+            // the cancellation and parks again is left after a few sweeps.
             let others_idle = core.idle.sleepers() as usize + 1 >= core.workers.len();
             let blocked = core.blocked.load(Ordering::SeqCst);
-            if core.live.load(Ordering::SeqCst) == 0 || (others_idle && blocked == 0) {
+            if core.live.load(Ordering::SeqCst) == 0 {
+                self.finish();
+                return true;
+            }
+            if others_idle && blocked == 0 {
+                // Relaxed: a bound on retries, not a protocol.
+                if core.sweeps.fetch_add(1, Ordering::Relaxed) < SHUTDOWN_SWEEPS && self.wake_parked() > 0 {
+                    return false;
+                }
                 self.finish();
                 return true;
             }
@@ -1073,6 +1088,23 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // Whatever woke us, timers may be due.
         self.fire_timers(w);
         false
+    }
+
+    /// Shutdown: makes every parked actor runnable (it is then cancelled
+    /// at its resume point). Returns how many were woken.
+    fn wake_parked(&self) -> usize {
+        let mut parked = Vec::new();
+        for s in self.core.registry.iter() {
+            s.parked(&mut parked);
+        }
+        let mut woken = 0;
+        for a in parked {
+            if let Some(a) = a.wake() {
+                woken += 1;
+                schedule(a);
+            }
+        }
+        woken
     }
 
     /// Marks the runtime finished and releases every waiting thread.
