@@ -183,7 +183,7 @@ struct Size(usize);
 
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % 1024 == 0 {
+        if self.0.is_multiple_of(1024) {
             write!(f, "{} KiB", self.0 / 1024)
         } else {
             write!(f, "{} bytes", self.0)
@@ -252,7 +252,10 @@ mod tests {
     #[test]
     fn report_prints_a_name_when_present() {
         let s = report(&sample(Some("parser")), 256);
-        assert!(s.starts_with("smarm: actor 42 \"parser\" has overflowed its stack"), "{s}");
+        assert!(
+            s.starts_with("smarm: actor 42 \"parser\" has overflowed its stack"),
+            "{s}"
+        );
     }
 
     #[test]
