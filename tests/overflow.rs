@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 
 use smarm_tests::smarm;
@@ -52,24 +52,20 @@ fn child_entry(body: &str, f: fn()) {
 fn run_child(test: &str, body: &str) -> Output {
     let exe = std::env::current_exe().expect("current_exe");
     let args = [test, "--exact", "--nocapture", "--test-threads=1"];
-    let mut cmd = Command::new(&exe);
-    cmd.args(args);
-    let child = match spawn(cmd, body) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
-            // The kernel cannot run this binary: we run under qemu-user.
-            let qemu = std::env::var("SMARM_TEST_QEMU")
-                .unwrap_or_else(|_| "qemu-aarch64 -L /usr/aarch64-linux-gnu".to_owned());
+    let child = match launcher() {
+        None => spawn(Command::new(&exe).args(args), body)
+            .unwrap_or_else(|e| panic!("spawning {} failed: {e}", exe.display())),
+        Some(qemu) => {
             let mut words = qemu.split_whitespace();
             let mut cmd = Command::new(words.next().expect("SMARM_TEST_QEMU is empty"));
             cmd.args(words).arg(&exe).args(args);
-            spawn(cmd, body).unwrap_or_else(|e| {
+            spawn(&mut cmd, body).unwrap_or_else(|e| {
                 panic!(
-                    "this binary cannot be exec'd directly (ENOEXEC: emulated?) and `{qemu}` failed \
-                     to start it: {e}; set SMARM_TEST_QEMU to the emulator command"
+                    "this binary cannot be exec'd directly (emulated?) and `{qemu}` failed to \
+                     start it: {e}; set SMARM_TEST_QEMU to the emulator command"
                 )
             })
         }
-        r => r.unwrap_or_else(|e| panic!("spawning {} failed: {e}", exe.display())),
     };
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
@@ -88,7 +84,35 @@ fn run_child(test: &str, body: &str) -> Output {
     }
 }
 
-fn spawn(mut cmd: Command, body: &str) -> io::Result<std::process::Child> {
+/// `None` if the kernel runs this binary itself; else the emulator command
+/// to start it with. Probed once by running `--list`: under qemu-user the
+/// exec of a foreign binary fails in the child (exit 127, no output: qemu
+/// turns the vfork of `posix_spawn` into a fork, so the error never
+/// reaches `spawn`), while a native exec lists the tests.
+fn launcher() -> Option<&'static str> {
+    static LAUNCHER: OnceLock<Option<String>> = OnceLock::new();
+    LAUNCHER
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("current_exe");
+            let probe = Command::new(&exe)
+                .args(["--list", "--exact", "no-such-test"])
+                .env_remove(CHILD_ENV)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            match probe {
+                Ok(s) if s.success() => None,
+                _ => Some(
+                    std::env::var("SMARM_TEST_QEMU")
+                        .unwrap_or_else(|_| "qemu-aarch64 -L /usr/aarch64-linux-gnu".to_owned()),
+                ),
+            }
+        })
+        .as_deref()
+}
+
+fn spawn(cmd: &mut Command, body: &str) -> io::Result<std::process::Child> {
     cmd.env(CHILD_ENV, body)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
