@@ -286,3 +286,47 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use smarm_core::fault::{current_stack, overflow_at};
+
+    use crate::{Linux, Runtime};
+
+    #[test]
+    fn core_sees_the_running_actors_stack_and_guard() {
+        assert_eq!(
+            current_stack::<Linux>(),
+            None,
+            "a plain thread has no actor stack"
+        );
+        assert_eq!(overflow_at::<Linux>(0x1000), None);
+        let rt = Runtime::builder()
+            .workers(1)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        let (id, b, local, hits) = rt.block_on(|| {
+            let local = 0u8;
+            let b = current_stack::<Linux>().expect("an actor has a stack");
+            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Linux>);
+            let local = core::hint::black_box(&local) as *const u8 as usize;
+            (crate::current_id().unwrap(), b, local, hits)
+        });
+        assert!(
+            b.low <= local && local < b.top,
+            "a local lies in the bounds: {b:?} {local:#x}"
+        );
+        assert_eq!(b.usable(), 64 * 1024);
+        let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
+        assert_eq!(
+            (first.actor, first.usable, first.guard.clone()),
+            (id, 64 * 1024, b.guard())
+        );
+        assert_eq!(hits[1].as_ref().map(|o| o.addr), Some(b.low - 1));
+        assert!(
+            hits[2].is_none() && hits[3].is_none(),
+            "outside the guard: {hits:?}"
+        );
+    }
+}
