@@ -55,7 +55,7 @@ use smarm_core::fault::{overflow_at, write_report};
 /// (std's formats its own message). Untouched pages cost nothing.
 pub(crate) const ALT_STACK_SIZE: usize = 64 * 1024;
 
-/// Marks an alternate stack as smarm's (bytes "smarm-alt" folded into a word).
+/// Marks an alternate stack as smarm's (the bytes of "smarm-al" as a word).
 const ALT_MAGIC: u64 = 0x736d_6172_6d2d_616c;
 
 /// An `SA_SIGINFO` handler.

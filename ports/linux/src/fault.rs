@@ -50,7 +50,7 @@ use smarm_core::Platform;
 /// handler (std's formats its own message). Untouched pages cost nothing.
 pub(crate) const ALT_STACK_SIZE: usize = 64 * 1024;
 
-/// Marks an alternate stack as smarm's (bytes "smarm-alt" folded into a word).
+/// Marks an alternate stack as smarm's (the bytes of "smarm-al" as a word).
 const ALT_MAGIC: u64 = 0x736d_6172_6d2d_616c;
 
 /// An `SA_SIGINFO` handler.
