@@ -87,7 +87,15 @@ fn spawn_pair(
 #[test]
 fn hog_with_checkpoints_and_a_ping_pong_pair_share_the_worker() {
     with_timeout(120, || {
-        let rt = Runtime::builder().workers(1).build().unwrap();
+        // A 1 ms slice: many chunks per slice even where a chunk is slow
+        // (debug builds under qemu), so the granularity of the safe points
+        // (sends and receives read the clock every few calls) stays small
+        // against the slice.
+        let rt = Runtime::builder()
+            .workers(1)
+            .timeslice(Some(Duration::from_millis(1)))
+            .build()
+            .unwrap();
         let p = Arc::new(Progress::default());
         let ph = p.clone();
         let hog = rt.spawn(move || {

@@ -20,6 +20,7 @@ pub mod arch;
 pub mod channel;
 pub mod counters;
 pub mod error;
+pub mod fault;
 pub mod idle;
 pub mod lock;
 pub mod mpsc;

@@ -191,7 +191,7 @@ pub(crate) struct Spare {
 const SPARE_EXIT: u32 = u32::MAX;
 
 /// Safe points (sends, receives) between two reads of the cycle counter.
-const SAFE_POINT_BUDGET: u32 = 16;
+const SAFE_POINT_BUDGET: u32 = 4;
 
 /// Times shutdown wakes the actors left parked before it abandons them.
 const SHUTDOWN_SWEEPS: usize = 4;

@@ -76,6 +76,10 @@
 //! crashed a may-based server in release builds on macOS aarch64
 //! (generator-rs#79). An opaque call re-reads it every time.
 //!
+//! **Stack overflow: `sigaltstack` + a SIGSEGV/SIGBUS handler** that
+//! reports an actor hitting its guard page and aborts, and passes every
+//! other fault to the handler that was there before (see `fault.rs`).
+//!
 //! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)`,
 //! `std::panic::catch_unwind`/`resume_unwind` at an actor's edge, and an
 //! abort that prints its message first.
@@ -83,6 +87,7 @@
 #![warn(missing_docs)]
 
 mod clock;
+mod fault;
 mod lock;
 mod stack;
 // The same `mincore(2)` reading as the Linux port (one copy of the code).

@@ -21,6 +21,9 @@
 //!   makes it fragile and it buys nothing for fixed-size stacks.
 //! - Threads: `std::thread` (pthreads), with a small OS stack since actors
 //!   run on their own stacks.
+//! - Stack overflow: a SIGSEGV/SIGBUS handler on a per-worker alternate
+//!   signal stack reports an actor that hits its guard page and aborts
+//!   (see `fault.rs`).
 //! - Clock: `CLOCK_MONOTONIC` (the futex deadline's clock).
 //! - The current-worker slot: a `#[thread_local]`-backed `Cell` behind
 //!   `#[inline(never)]` accessors, so LLVM cannot keep a thread-local's
@@ -32,6 +35,8 @@
 
 use core::ptr;
 use std::cell::Cell;
+
+mod fault;
 use std::sync::atomic::AtomicU32;
 
 use smarm_core::lock::FutexLock;
@@ -167,10 +172,15 @@ unsafe impl Platform for Linux {
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
+        fault::install_handler();
         std::thread::Builder::new()
             .name(name)
             .stack_size(WORKER_THREAD_STACK)
-            .spawn(f)
+            .spawn(move || {
+                // An overflowing actor has no stack left for a handler.
+                let _alt = fault::AltStack::install();
+                f();
+            })
             .map_err(|e| ThreadError {
                 message: e.to_string(),
             })

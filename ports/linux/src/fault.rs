@@ -1,0 +1,332 @@
+//! Stack-overflow reports: a SIGSEGV/SIGBUS handler on a per-worker
+//! alternate signal stack.
+//!
+//! # OS APIs and why
+//!
+//! - `sigaltstack`: an actor that overflows has no stack left to run a
+//!   handler on, so each worker thread gets its own alternate signal stack
+//!   (`mmap`, [`ALT_STACK_SIZE`] usable bytes above a `PROT_NONE` guard page,
+//!   two map entries per worker thread), set when the thread starts and
+//!   replaced by the thread's previous one (std's, for a std thread) when
+//!   it ends. The first word of its usable range holds [`ALT_MAGIC`]: the
+//!   handler asks `sigaltstack` which stack it runs on and trusts the
+//!   thread's current-worker slot only on one of ours (the slot is a
+//!   thread-local, and a first touch of a thread-local in a signal handler
+//!   may allocate in a `dlopen`ed library).
+//! - `sigaction(SA_SIGINFO | SA_ONSTACK)` for SIGSEGV and SIGBUS, once per
+//!   process, when the first worker thread is spawned. The actions that were
+//!   there before (std's stack-overflow handler, usually) are saved first,
+//!   and every fault that is not in a running actor's guard page is passed
+//!   to them: std still reports a plain thread's overflow, and anything
+//!   else still crashes as it would without smarm. A handler installed after
+//!   ours without chaining to it hides our reports.
+//! - On a guard-page hit: `write(2)` of the report formatted by
+//!   `smarm_core::fault::write_report` into a stack buffer, then `abort()`.
+//!   Every call in the handler (`sigaltstack`, `sigaction`, `write`,
+//!   `abort`) is async-signal-safe (POSIX.1-2008, 2.4.3), and core's half
+//!   neither allocates nor locks.
+//!
+//! Rejected: `signalfd` or a watcher thread (a fault is synchronous: the
+//! faulting thread cannot continue, so the report must come from it);
+//! reusing std's alternate stack (it exists only where std's handler was
+//! installed, its size is std's choice, and it cannot be told from a
+//! foreign one).
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+
+use smarm_core::fault::{overflow_at, write_report};
+
+use crate::Linux;
+use smarm_core::Platform;
+
+/// Usable bytes of each worker's alternate signal stack (at least; raised to
+/// the kernel's `AT_MINSIGSTKSZ` and `SIGSTKSZ` if those are larger). The
+/// handler itself needs well under 2 KiB; the rest is for the kernel's
+/// signal frame (up to ~10 KiB with AVX-512 or SVE state) and a chained
+/// handler (std's formats its own message). Untouched pages cost nothing.
+pub(crate) const ALT_STACK_SIZE: usize = 64 * 1024;
+
+/// Marks an alternate stack as smarm's (the bytes of "smarm-al" as a word).
+const ALT_MAGIC: u64 = 0x736d_6172_6d2d_616c;
+
+/// An `SA_SIGINFO` handler.
+type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+const SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
+
+/// The actions that were installed before ours, per signal in [`SIGNALS`].
+struct PrevActions {
+    actions: [UnsafeCell<MaybeUninit<libc::sigaction>>; 2],
+    /// Set (Release) once `actions` are written; the handler's Acquire load
+    /// pairs with it.
+    ready: AtomicBool,
+}
+
+// SAFETY: `actions` are written once, inside `INSTALL.call_once`, before
+// `ready` is set with Release and before our handler is installed; after
+// that they are only read (by handlers that Acquire `ready`).
+unsafe impl Sync for PrevActions {}
+
+static PREV: PrevActions = PrevActions {
+    actions: [
+        UnsafeCell::new(MaybeUninit::zeroed()),
+        UnsafeCell::new(MaybeUninit::zeroed()),
+    ],
+    ready: AtomicBool::new(false),
+};
+
+static INSTALL: Once = Once::new();
+
+/// Installs the SIGSEGV/SIGBUS handler once per process (later calls do
+/// nothing). If an action cannot be read or set, the handler is not
+/// installed for that signal and overflows crash as they would without it.
+pub(crate) fn install_handler() {
+    INSTALL.call_once(|| {
+        for (i, &sig) in SIGNALS.iter().enumerate() {
+            // SAFETY: reading the current action into our static slot; no
+            // handler of ours reads it yet (`ready` is false).
+            if unsafe { libc::sigaction(sig, ptr::null(), (*PREV.actions[i].get()).as_mut_ptr()) } != 0 {
+                return;
+            }
+        }
+        // Release: pairs with the Acquire in `chain`; publishes `actions`.
+        PREV.ready.store(true, Ordering::Release);
+        for sig in SIGNALS {
+            // SAFETY: a zeroed sigaction is valid (empty mask, no flags);
+            // we fill in a handler of the SA_SIGINFO signature.
+            unsafe {
+                let mut sa: libc::sigaction = core::mem::zeroed();
+                sa.sa_sigaction = on_fault as SigInfoHandler as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// A worker's alternate signal stack; dropping it puts back the thread's
+/// previous one and unmaps this one.
+pub(crate) struct AltStack {
+    map: *mut libc::c_void,
+    len: usize,
+    prev: libc::stack_t,
+}
+
+impl AltStack {
+    /// Maps an alternate stack and makes it this thread's. `None` if the
+    /// mapping fails (the thread keeps whatever it had; an overflow on it
+    /// then crashes without smarm's report).
+    pub(crate) fn install() -> Option<AltStack> {
+        let page = Linux::page_size();
+        // SAFETY: getauxval has no preconditions (0 when the entry is absent).
+        let min = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as usize;
+        let usable = ALT_STACK_SIZE.max(libc::SIGSTKSZ).max(min * 4).div_ceil(page) * page;
+        let len = usable + page;
+        // SAFETY: a fresh anonymous private mapping touches no existing memory.
+        let map = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        let sp = map.cast::<u8>().wrapping_add(page);
+        // SAFETY: the lowest page lies inside the mapping just made; its
+        // guard catches an overflow of the handler itself. `sp` is page
+        // aligned and writable, so the magic word fits.
+        let ok = unsafe {
+            libc::mprotect(map, page, libc::PROT_NONE) == 0 && {
+                sp.cast::<u64>().write(ALT_MAGIC);
+                true
+            }
+        };
+        let mut prev: libc::stack_t = libc::stack_t {
+            ss_sp: ptr::null_mut(),
+            ss_flags: 0,
+            ss_size: 0,
+        };
+        let new = libc::stack_t {
+            ss_sp: sp.cast(),
+            ss_flags: 0,
+            ss_size: usable,
+        };
+        // SAFETY: `new` describes memory we own until `drop`, which
+        // restores `prev` before unmapping it.
+        if !ok || unsafe { libc::sigaltstack(&new, &mut prev) } != 0 {
+            // SAFETY: unmapping exactly the mapping made above, unused.
+            unsafe { libc::munmap(map, len) };
+            return None;
+        }
+        Some(AltStack { map, len, prev })
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        let mut prev = self.prev;
+        if prev.ss_size == 0 || prev.ss_flags & libc::SS_DISABLE != 0 {
+            prev.ss_flags = libc::SS_DISABLE;
+        }
+        prev.ss_flags &= !libc::SS_ONSTACK;
+        // SAFETY: we are not on the alternate stack (a handler never returns
+        // into this code), so it may be swapped; `prev` is the thread's
+        // previous stack, still owned by whoever installed it.
+        unsafe {
+            libc::sigaltstack(&prev, ptr::null_mut());
+            libc::munmap(self.map, self.len);
+        }
+    }
+}
+
+/// Whether the calling thread's alternate signal stack is one of ours.
+/// Async-signal-safe: a `sigaltstack` query and one load.
+fn on_smarm_thread() -> bool {
+    let mut cur = MaybeUninit::<libc::stack_t>::zeroed();
+    // SAFETY: a query (null new stack) into a valid out-pointer.
+    if unsafe { libc::sigaltstack(ptr::null(), cur.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: zero-initialised, then written by the kernel.
+    let cur = unsafe { cur.assume_init() };
+    if cur.ss_flags & libc::SS_DISABLE != 0 || cur.ss_sp.is_null() || cur.ss_size < 8 {
+        return false;
+    }
+    // SAFETY: an enabled alternate stack is mapped memory of at least
+    // `ss_size` bytes from `ss_sp`; its lowest word is never written by a
+    // signal frame (frames grow down from the top). Alignment: ours is page
+    // aligned; a foreign one may not be, hence an unaligned read.
+    unsafe { cur.ss_sp.cast::<u64>().read_unaligned() == ALT_MAGIC }
+}
+
+/// Writes all of `bytes` to stderr with `write(2)` (retrying on EINTR and
+/// partial writes; giving up on any other error).
+fn write_stderr(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a valid buffer of its length.
+        let n = unsafe { libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len()) };
+        if n > 0 {
+            bytes = &bytes[n as usize..];
+        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            return;
+        }
+    }
+}
+
+/// The SIGSEGV/SIGBUS handler (runs on the alternate stack).
+extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    // `si_code > 0`: the kernel raised it for a fault (not `kill`), so
+    // `si_addr` is the faulting address.
+    let addr = unsafe { ((*info).si_code > 0).then(|| (*info).si_addr() as usize) };
+    if let Some(addr) = addr {
+        if on_smarm_thread() {
+            if let Some(o) = overflow_at::<Linux>(addr) {
+                let mut buf = [0u8; 512];
+                let n = write_report(&o, &mut buf);
+                write_stderr(&buf[..n]);
+                // SAFETY: abort is async-signal-safe and ends the process.
+                unsafe { libc::abort() };
+            }
+        }
+    }
+    // SAFETY: called from our handler with its own arguments.
+    unsafe { chain(sig, info, uctx) };
+}
+
+/// Hands a fault that is not ours to the action that was there before.
+///
+/// # Safety
+///
+/// Called from [`on_fault`] with the arguments the kernel gave it.
+unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+    let i = SIGNALS.iter().position(|&s| s == sig).unwrap_or(0);
+    // Acquire: pairs with the Release in `install_handler`.
+    let prev = if PREV.ready.load(Ordering::Acquire) {
+        // SAFETY: written before `ready` was set, read-only since.
+        Some(unsafe { (*PREV.actions[i].get()).assume_init_ref() })
+    } else {
+        None
+    };
+    match prev {
+        Some(p) if p.sa_sigaction != libc::SIG_DFL && p.sa_sigaction != libc::SIG_IGN => {
+            if p.sa_flags & libc::SA_SIGINFO != 0 {
+                // SAFETY: an SA_SIGINFO action's handler has this signature.
+                let f: SigInfoHandler = unsafe { core::mem::transmute(p.sa_sigaction) };
+                f(sig, info, uctx);
+            } else {
+                // SAFETY: a plain action's handler takes the signal number.
+                let f: extern "C" fn(libc::c_int) = unsafe { core::mem::transmute(p.sa_sigaction) };
+                f(sig);
+            }
+        }
+        // Default (or ignored, which the kernel overrides for a fault):
+        // restore the default action and return; the faulting instruction
+        // runs again and the kernel kills the process by the signal, as if
+        // smarm had never been installed.
+        _ => {
+            // SAFETY: a zeroed sigaction with SIG_DFL is the default action.
+            unsafe {
+                let mut sa: libc::sigaction = core::mem::zeroed();
+                sa.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &sa, ptr::null_mut());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use smarm_core::fault::{current_stack, overflow_at};
+
+    use crate::{Linux, Runtime};
+
+    #[test]
+    fn core_sees_the_running_actors_stack_and_guard() {
+        assert_eq!(
+            current_stack::<Linux>(),
+            None,
+            "a plain thread has no actor stack"
+        );
+        assert_eq!(overflow_at::<Linux>(0x1000), None);
+        let rt = Runtime::builder()
+            .workers(1)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        let (id, b, local, hits) = rt.block_on(|| {
+            let local = 0u8;
+            let b = current_stack::<Linux>().expect("an actor has a stack");
+            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Linux>);
+            let local = core::hint::black_box(&local) as *const u8 as usize;
+            (crate::current_id().unwrap(), b, local, hits)
+        });
+        assert!(
+            b.low <= local && local < b.top,
+            "a local lies in the bounds: {b:?} {local:#x}"
+        );
+        assert_eq!(b.usable(), 64 * 1024);
+        let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
+        assert_eq!(
+            (first.actor, first.usable, first.guard.clone()),
+            (id, 64 * 1024, b.guard())
+        );
+        assert_eq!(hits[1].as_ref().map(|o| o.addr), Some(b.low - 1));
+        assert!(
+            hits[2].is_none() && hits[3].is_none(),
+            "outside the guard: {hits:?}"
+        );
+    }
+}
