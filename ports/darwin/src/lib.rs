@@ -87,6 +87,8 @@
 #![warn(missing_docs)]
 
 mod clock;
+// One copy of the overflow handler for both ports (see its module doc).
+#[path = "../../linux/src/fault.rs"]
 mod fault;
 mod lock;
 mod stack;
@@ -118,6 +120,9 @@ cfg_if::cfg_if! {
 /// The Darwin (macOS) implementation of core's [`Platform`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Darwin;
+
+/// This port's platform, as the shared `fault.rs` names it.
+type Host = Darwin;
 
 impl Darwin {
     /// The wait/wake backend this process uses: `"os_sync_wait_on_address"`

@@ -1,5 +1,15 @@
 //! Stack-overflow reports: a SIGSEGV/SIGBUS handler on a per-worker
-//! alternate signal stack.
+//! alternate signal stack. One file for both ports (the Darwin port
+//! includes it with `#[path]`); `crate::Host` is the port's platform.
+//!
+//! Darwin's differences: a guard-page hit usually arrives as SIGBUS (a
+//! protection failure on a mapped page) and an unmapped address as SIGSEGV,
+//! so both are handled alike; `SIGSTKSZ` is 128 KiB; pages are 16 KiB on
+//! Apple silicon; there is no `AT_MINSIGSTKSZ`. The Mach exception that
+//! precedes the signal is left to the system (a debugger or crash reporter
+//! still sees it first); a Mach exception port was rejected (it needs a
+//! server thread, and taking the task's port from the crash reporter or a
+//! debugger is intrusive; std uses signals too).
 //!
 //! # OS APIs and why
 //!
@@ -12,7 +22,8 @@
 //!   handler asks `sigaltstack` which stack it runs on and trusts the
 //!   thread's current-worker slot only on one of ours (the slot is a
 //!   thread-local, and a first touch of a thread-local in a signal handler
-//!   may allocate in a `dlopen`ed library).
+//!   may allocate: in a `dlopen`ed library on Linux, in `tlv_get_addr` on
+//!   Darwin).
 //! - `sigaction(SA_SIGINFO | SA_ONSTACK)` for SIGSEGV and SIGBUS, once per
 //!   process, when the first worker thread is spawned. The actions that were
 //!   there before (std's stack-overflow handler, usually) are saved first,
@@ -40,7 +51,7 @@ use std::sync::Once;
 
 use smarm_core::fault::{overflow_at, write_report};
 
-use crate::Linux;
+use crate::Host;
 use smarm_core::Platform;
 
 /// Usable bytes of each worker's alternate signal stack (at least; raised to
@@ -49,6 +60,13 @@ use smarm_core::Platform;
 /// signal frame (up to ~10 KiB with AVX-512 or SVE state) and a chained
 /// handler (std's formats its own message). Untouched pages cost nothing.
 pub(crate) const ALT_STACK_SIZE: usize = 64 * 1024;
+
+/// Flags of the alternate stack's mapping.
+#[cfg(target_os = "linux")]
+const MAP_FLAGS: libc::c_int =
+    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
+#[cfg(not(target_os = "linux"))]
+const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANON;
 
 /// Marks an alternate stack as smarm's (the bytes of "smarm-al" as a word).
 const ALT_MAGIC: u64 = 0x736d_6172_6d2d_616c;
@@ -122,9 +140,12 @@ impl AltStack {
     /// mapping fails (the thread keeps whatever it had; an overflow on it
     /// then crashes without smarm's report).
     pub(crate) fn install() -> Option<AltStack> {
-        let page = Linux::page_size();
+        let page = Host::page_size();
+        #[cfg(target_os = "linux")]
         // SAFETY: getauxval has no preconditions (0 when the entry is absent).
         let min = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as usize;
+        #[cfg(not(target_os = "linux"))]
+        let min = 0;
         let usable = ALT_STACK_SIZE.max(libc::SIGSTKSZ).max(min * 4).div_ceil(page) * page;
         let len = usable + page;
         // SAFETY: a fresh anonymous private mapping touches no existing memory.
@@ -133,7 +154,7 @@ impl AltStack {
                 ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+                MAP_FLAGS,
                 -1,
                 0,
             )
@@ -233,7 +254,7 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut 
     let addr = unsafe { ((*info).si_code > 0).then(|| (*info).si_addr() as usize) };
     if let Some(addr) = addr {
         if on_smarm_thread() {
-            if let Some(o) = overflow_at::<Linux>(addr) {
+            if let Some(o) = overflow_at::<Host>(addr) {
                 let mut buf = [0u8; 512];
                 let n = write_report(&o, &mut buf);
                 write_stderr(&buf[..n]);
@@ -291,16 +312,12 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c
 mod tests {
     use smarm_core::fault::{current_stack, overflow_at};
 
-    use crate::{Linux, Runtime};
+    use crate::{Host, Runtime};
 
     #[test]
     fn core_sees_the_running_actors_stack_and_guard() {
-        assert_eq!(
-            current_stack::<Linux>(),
-            None,
-            "a plain thread has no actor stack"
-        );
-        assert_eq!(overflow_at::<Linux>(0x1000), None);
+        assert_eq!(current_stack::<Host>(), None, "a plain thread has no actor stack");
+        assert_eq!(overflow_at::<Host>(0x1000), None);
         let rt = Runtime::builder()
             .workers(1)
             .stack_size(64 * 1024)
@@ -308,8 +325,8 @@ mod tests {
             .unwrap();
         let (id, b, local, hits) = rt.block_on(|| {
             let local = 0u8;
-            let b = current_stack::<Linux>().expect("an actor has a stack");
-            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Linux>);
+            let b = current_stack::<Host>().expect("an actor has a stack");
+            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Host>);
             let local = core::hint::black_box(&local) as *const u8 as usize;
             (crate::current_id().unwrap(), b, local, hits)
         });

@@ -58,6 +58,9 @@ cfg_if::cfg_if! {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Linux;
 
+/// This port's platform, as the shared `fault.rs` names it.
+type Host = Linux;
+
 /// OS thread stack for workers: they run the scheduler loop only.
 const WORKER_THREAD_STACK: usize = 256 * 1024;
 
