@@ -101,6 +101,28 @@ impl fmt::Display for CounterSnapshot {
     }
 }
 
+/// Calls `$m!` with the list of plain (add-only) counter fields, so the
+/// real counters and their no-op twin cannot drift apart.
+macro_rules! fields {
+    ($m:ident) => {
+        $m!(
+            enqueued,
+            dequeued,
+            depth_sum,
+            run_next,
+            steals,
+            wakeups,
+            parks,
+            switches,
+            spawned,
+            timer_fires,
+            timeslice_expiries,
+            blocking_handoffs,
+            long_holds,
+        );
+    };
+}
+
 #[cfg(feature = "counters")]
 mod imp {
     use super::CounterSnapshot;
@@ -138,21 +160,7 @@ mod imp {
         };
     }
 
-    counters!(
-        enqueued,
-        dequeued,
-        depth_sum,
-        run_next,
-        steals,
-        wakeups,
-        parks,
-        switches,
-        spawned,
-        timer_fires,
-        timeslice_expiries,
-        blocking_handoffs,
-        long_holds,
-    );
+    fields!(counters);
 
     impl Counters {
         /// Adds to `enqueued` from any thread (the outside-thread block).
@@ -205,21 +213,7 @@ mod imp {
             }
         };
     }
-    noops!(
-        enqueued,
-        dequeued,
-        depth_sum,
-        run_next,
-        steals,
-        wakeups,
-        parks,
-        switches,
-        spawned,
-        timer_fires,
-        timeslice_expiries,
-        blocking_handoffs,
-        long_holds,
-    );
+    fields!(noops);
 
     impl Counters {
         /// No-op.
