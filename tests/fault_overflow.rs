@@ -257,3 +257,46 @@ fn fault_outside_a_guard_is_not_an_overflow() {
         describe(&out)
     );
 }
+
+#[test]
+fn an_opted_in_overflow_ends_only_that_actor() {
+    // In-process: the runtime, its worker and the other actors carry on.
+    let rt = smarm::Runtime::builder()
+        .workers(1)
+        .stack_size(STACK)
+        .build()
+        .expect("runtime");
+    let (addr, h) = rt.spawn_actor_named("deep", |_mb: smarm::Mailbox<u32>| {
+        assert!(smarm::recover_overflow(true));
+        recurse(0)
+    });
+    let monitor = h.actor_ref().monitor();
+    let e = h.join().unwrap_err();
+    assert!(
+        matches!(&e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
+        "{e}"
+    );
+    assert_eq!(e.name(), Some("deep"));
+    assert_eq!(
+        monitor.recv().map(|d| d.reason),
+        Some(smarm::ExitReason::StackOverflow { stack_size: STACK })
+    );
+    assert!(
+        addr.send(1).is_err(),
+        "its mailbox is closed: sends fail, none vanish"
+    );
+    // The same worker runs the next actors, including another recovery.
+    assert_eq!(rt.block_on(|| 41 + 1), 42);
+    let again = rt.spawn(|| {
+        smarm::recover_overflow(true);
+        recurse(0)
+    });
+    assert!(matches!(
+        again.join(),
+        Err(smarm::JoinError::StackOverflow { .. })
+    ));
+    assert_eq!(rt.block_on(|| 7), 7);
+    // Both recovered actors are retired (the count drops once each
+    // worker is back from its last actor).
+    smarm_tests::eventually(10, "no live actors", || rt.live_actors() == 0);
+}

@@ -92,6 +92,10 @@ pub(crate) enum Request {
     /// Back from a blocking call (sent from the detached thread): queue the
     /// actor, and retire this thread from worker duty.
     Rejoin,
+    /// The actor overflowed its stack and was ended by recovery
+    /// ([`crate::fault::overflow_exit`]): its stack is abandoned (never
+    /// reused); wake this joiner, if any.
+    Overflowed(Option<Arc<Actor>>),
 }
 
 /// The body of an actor: runs the user's closure, stores its result, and
@@ -125,6 +129,9 @@ pub struct Actor {
     pub(crate) life: Arc<Life>,
     /// Actor-local values; owned by the running actor.
     pub(crate) locals: RawCell<crate::local::Locals>,
+    /// The join completer in the running entry frame (for an overflow
+    /// recovery); owned by the running actor.
+    pub(crate) abort_join: RawCell<Option<NonNull<dyn crate::join::AbortJoin>>>,
 }
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
@@ -156,6 +163,7 @@ impl Actor {
             rt,
             life,
             locals: RawCell::new(crate::local::Locals::default()),
+            abort_join: RawCell::new(None),
         }
     }
 

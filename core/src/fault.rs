@@ -164,6 +164,99 @@ pub fn overflow_at<'a, P: Platform>(addr: usize) -> Option<Overflow<'a>> {
     })
 }
 
+/// Opts the calling actor in (`true`) or out of overflow recovery: an
+/// overflow then ends just this actor with
+/// [`ExitReason::StackOverflow`](crate::ExitReason::StackOverflow) (its
+/// joiner sees `JoinError::StackOverflow`, monitors and supervisors see the
+/// reason) instead of aborting the process. Returns `false` off actors.
+///
+/// What it costs, and why it is opt-in (docs/overflow.md): the frames on
+/// the overflowed stack are abandoned without unwinding, so everything they
+/// own leaks (heap memory, `Arc` counts, channel senders that then never
+/// disconnect) and a lock they hold stays locked; the stack itself is
+/// never reused or unmapped (its memory may have been lent to other threads
+/// by a scope that would have waited in its destructor). Opt in only for
+/// actors that hold no locks across deep recursion and may leak.
+pub fn recover_overflow<P: Platform>(on: bool) -> bool {
+    let Some(a) = crate::sched::current_actor::<P>() else {
+        return false;
+    };
+    // SAFETY: the running actor is alive while it runs.
+    let a: &Actor = unsafe { &*a };
+    // Relaxed: read by this thread's own fault handler (same thread).
+    a.life
+        .recover_overflow
+        .store(on, core::sync::atomic::Ordering::Relaxed);
+    true
+}
+
+/// For a port's fault handler, after [`overflow_at`] found a guard-page
+/// hit: if the running actor opted in to recovery, the stack pointer at
+/// which the handler should resume this thread in [`overflow_exit`] (16-byte
+/// aligned, on the worker's own thread stack below the scheduler's saved
+/// frame, which is unused while the actor runs). `None`: abort as usual.
+/// Async-signal-safe (loads only).
+pub fn recovery_sp<P: Platform>() -> Option<usize> {
+    let a = running::<P>()?;
+    // SAFETY: `a` is the actor running on this thread; `life` and the
+    // flag are read-only here; `sched_sp` was written by this thread when
+    // the actor was last resumed.
+    unsafe {
+        let life = &*ptr::addr_of!((*a).life);
+        // Relaxed: written by this thread (`recover_overflow`).
+        if !life.recover_overflow.load(core::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let sched = ptr::read_volatile((*a).sched_sp.get()) as usize;
+        // Leave room for the switch's saved frame and a little slack.
+        Some((sched - 512) & !15)
+    }
+}
+
+/// Where a port's fault handler resumes the thread (with the stack pointer
+/// from [`recovery_sp`]) after an opted-in actor overflowed: in normal
+/// context, on the worker's stack. Completes the actor's join with
+/// `JoinError::StackOverflow`, runs its exit hooks (monitors, links,
+/// supervisors), and switches to its worker, which retires the actor and
+/// abandons its stack. Never returns.
+pub extern "C" fn overflow_exit<P: Platform>() -> ! {
+    let c: *mut WorkerCtx<P> = P::current_worker().cast();
+    let Some(a) = running::<P>() else {
+        P::abort("smarm: overflow recovery without a running actor")
+    };
+    // SAFETY: `a` is the actor that was running on this thread when it
+    // faulted (the worker context still names it); its control block is
+    // alive (its worker holds an Arc). Its stack is no longer executed:
+    // the frames there are abandoned, but their memory stays mapped, so the
+    // completer the entry frame registered is still valid. Clearing
+    // `current` first makes the hooks below run as worker code (a send's
+    // safe point cannot switch the dead actor).
+    unsafe {
+        (*c).current = ptr::null();
+        let actor: &Actor = &*a;
+        let (lo, hi) = actor.life.stack;
+        let stack_size = hi - lo;
+        let err = crate::JoinError::StackOverflow {
+            id: actor.id,
+            name: actor.life.name.clone(),
+            stack_size,
+        };
+        // Its mailbox's owner (in the abandoned frames) never drops it:
+        // close it here, so sends fail instead of vanishing.
+        if let Some(mb) = (*actor.life.mailbox.get()).as_ref().and_then(|w| w.upgrade()) {
+            mb.close_dead();
+        }
+        actor.life.end(err.reason());
+        let wake = match (*actor.abort_join.get()).take() {
+            Some(mut j) => j.as_mut().abort(err),
+            None => None,
+        };
+        *actor.request.get() = crate::actor::Request::Overflowed(wake);
+        <P::Arch as crate::arch::Arch>::switch(*actor.sched_sp.get());
+    }
+    P::abort("smarm: an actor ended by overflow recovery was resumed")
+}
+
 /// A `fmt::Write` over a fixed buffer that truncates instead of failing.
 struct Buf<'b> {
     buf: &'b mut [u8],

@@ -23,6 +23,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
+use core::ptr::NonNull;
 
 use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
 use crate::dump::WAIT_JOIN;
@@ -66,6 +67,16 @@ pub enum JoinError {
         /// The actor's name, if it was spawned with one.
         name: Option<Arc<str>>,
     },
+    /// The actor overflowed its stack and had opted in to recovery
+    /// ([`recover_overflow`](crate::fault::recover_overflow)).
+    StackOverflow {
+        /// The actor's id.
+        id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
+        /// The stack's usable bytes.
+        stack_size: usize,
+    },
 }
 
 impl JoinError {
@@ -74,7 +85,8 @@ impl JoinError {
         match self {
             JoinError::Panicked { id, .. }
             | JoinError::Cancelled { id, .. }
-            | JoinError::Killed { id, .. } => *id,
+            | JoinError::Killed { id, .. }
+            | JoinError::StackOverflow { id, .. } => *id,
         }
     }
 
@@ -83,7 +95,8 @@ impl JoinError {
         match self {
             JoinError::Panicked { name, .. }
             | JoinError::Cancelled { name, .. }
-            | JoinError::Killed { name, .. } => name.as_deref(),
+            | JoinError::Killed { name, .. }
+            | JoinError::StackOverflow { name, .. } => name.as_deref(),
         }
     }
 
@@ -111,6 +124,9 @@ impl JoinError {
             JoinError::Panicked { message, .. } => ExitReason::Panicked(message.clone()),
             JoinError::Cancelled { .. } => ExitReason::Cancelled,
             JoinError::Killed { .. } => ExitReason::Killed,
+            JoinError::StackOverflow { stack_size, .. } => ExitReason::StackOverflow {
+                stack_size: *stack_size,
+            },
         }
     }
 
@@ -159,6 +175,9 @@ impl fmt::Display for JoinError {
             JoinError::Panicked { message, .. } => write!(f, "{who} panicked: {message}"),
             JoinError::Cancelled { .. } => write!(f, "{who} was cancelled by runtime shutdown"),
             JoinError::Killed { .. } => write!(f, "{who} was killed"),
+            JoinError::StackOverflow { stack_size, .. } => {
+                write!(f, "{who} overflowed its stack ({} KiB usable)", stack_size / 1024)
+            }
         }
     }
 }
@@ -267,6 +286,19 @@ impl<T, P: Platform> Drop for Completer<T, P> {
             // all we can do; a thread joiner is woken by `complete`.
             drop(slot.complete::<P>(Err(JoinError::cancelled(self.id, &self.name))));
         }
+    }
+}
+
+/// Completes an actor's join slot from outside its entry frame (an
+/// overflow recovery, which never returns to that frame).
+pub(crate) trait AbortJoin {
+    /// Completes the slot with `e` (if not done); returns a joiner to wake.
+    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>>;
+}
+
+impl<T, P: Platform> AbortJoin for Completer<T, P> {
+    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>> {
+        self.slot.take().and_then(|s| s.complete::<P>(Err(e)))
     }
 }
 
@@ -498,6 +530,13 @@ where
             actor.life.end(e.reason());
             return completer.complete(Err(e));
         }
+        // Reachable from an overflow recovery (`fault::overflow_exit`),
+        // which abandons this frame without unwinding: its memory stays.
+        let mut completer = completer;
+        let abort: *mut (dyn AbortJoin + 'static) = &mut completer;
+        // SAFETY: the running actor owns `abort_join`; the pointer is
+        // cleared below before `completer` moves.
+        unsafe { *actor.abort_join.get() = NonNull::new(abort) };
         let mut f = Some(f);
         let mut out = None;
         let r = P::catch_unwind(&mut || {
@@ -505,6 +544,8 @@ where
                 out = Some(f());
             }
         });
+        // SAFETY: as above.
+        unsafe { *actor.abort_join.get() = None };
         let r = match (r, out) {
             (Ok(()), Some(v)) => Ok(v),
             (Ok(()), None) => Err(JoinError::cancelled(id, &actor.life.name)),

@@ -376,6 +376,13 @@ macro_rules! port_api {
             });
         }
 
+        /// Opts the calling actor in (or out) of overflow recovery: an
+        /// overflow then ends just this actor with `StackOverflow` instead
+        /// of aborting (its frames leak; see `smarm_core::fault`).
+        pub fn recover_overflow(on: bool) -> bool {
+            $crate::fault::recover_overflow::<$platform>(on)
+        }
+
         /// The running actor's id; `None` outside actors.
         pub fn current_id() -> Option<u64> {
             $crate::current_id::<$platform>()

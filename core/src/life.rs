@@ -51,12 +51,22 @@ pub enum ExitReason {
     Killed,
     /// The runtime shut down before it ended.
     Cancelled,
+    /// It overflowed its stack and had opted in to
+    /// [`recover_overflow`](crate::fault::recover_overflow): its frames were
+    /// abandoned without unwinding (what they owned leaked).
+    StackOverflow {
+        /// The stack's usable bytes.
+        stack_size: usize,
+    },
 }
 
 impl ExitReason {
     /// Whether linked actors are killed by it (`Panicked` or `Killed`).
     pub fn is_abnormal(&self) -> bool {
-        matches!(self, ExitReason::Panicked(_) | ExitReason::Killed)
+        matches!(
+            self,
+            ExitReason::Panicked(_) | ExitReason::Killed | ExitReason::StackOverflow { .. }
+        )
     }
 }
 
@@ -67,6 +77,9 @@ impl fmt::Display for ExitReason {
             ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
             ExitReason::Killed => f.write_str("killed"),
             ExitReason::Cancelled => f.write_str("cancelled by runtime shutdown"),
+            ExitReason::StackOverflow { stack_size } => {
+                write!(f, "overflowed its stack ({} KiB usable)", stack_size / 1024)
+            }
         }
     }
 }
@@ -218,6 +231,23 @@ pub(crate) struct Life {
     pub(crate) taken: AtomicU64,
     /// The usable stack range `[lo, hi)` (for dumps; fixed at spawn).
     pub(crate) stack: (usize, usize),
+    /// Opted in to ending by `StackOverflow` instead of aborting.
+    pub(crate) recover_overflow: AtomicBool,
+    /// Closes the actor's mailbox when its owner can no longer drop it
+    /// (an overflow recovery abandons the frame that holds it); set once,
+    /// before the `Life` is shared.
+    pub(crate) mailbox: RawCell<Option<Weak<dyn CloseDead>>>,
+}
+
+/// A mailbox whose owner is gone without dropping it.
+pub(crate) trait CloseDead: Send + Sync {
+    /// Closes it (later sends fail) and drops what is queued.
+    ///
+    /// # Safety
+    ///
+    /// The owning `Mailbox` will never run again (its frame was abandoned):
+    /// the caller becomes the queue's single consumer.
+    unsafe fn close_dead(&self);
 }
 
 /// What a trapping actor does with a linked actor's abnormal exit (returns
@@ -243,6 +273,8 @@ impl Life {
             sent: AtomicU64::new(u64::MAX),
             taken: AtomicU64::new(0),
             stack,
+            recover_overflow: AtomicBool::new(false),
+            mailbox: RawCell::new(None),
         })
     }
 

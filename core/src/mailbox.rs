@@ -74,9 +74,9 @@
 //! plain path pays one emptiness check for this.
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 
-use crate::life::{ActorRef, Life};
+use crate::life::{ActorRef, CloseDead, Life};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -170,6 +170,9 @@ where
 {
     life.has_mailbox();
     let (mb, a) = pair::<M, P>(life.clone());
+    let dead: Weak<dyn CloseDead> = Arc::downgrade(&a.shared) as Weak<dyn CloseDead>;
+    // SAFETY: the `Life` is not shared yet beyond this actor's spawn.
+    unsafe { *life.mailbox.get() = Some(dead) };
     *addr = Some(a);
     move || f(mb)
 }
@@ -247,6 +250,21 @@ impl<M: Send, P: Platform> Addr<M, P> {
         // A safe point: an actor whose timeslice is spent yields here.
         sched::safe_point::<P>();
         Ok(())
+    }
+}
+
+impl<M: Send> CloseDead for Shared<M> {
+    unsafe fn close_dead(&self) {
+        // SeqCst: as the owner's drop (senders that see CLOSED fail).
+        self.state.swap(CLOSED, Ordering::SeqCst);
+        // SAFETY: the contract makes us the single consumer; nodes go to the
+        // global allocator (interchangeable with any worker's cache).
+        unsafe {
+            self.queue.drain(|m, node| {
+                drop(m);
+                crate::mpsc::Node::<M>::free_global(node);
+            });
+        }
     }
 }
 

@@ -1261,6 +1261,25 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     self.core.blocked.fetch_sub(1, Ordering::SeqCst);
                     Next::Retire
                 }
+                Request::Overflowed(wake) => {
+                    // Release: as for an exit.
+                    a.state.store(DONE, Ordering::Release);
+                    // The frames on the stack were abandoned without
+                    // unwinding and may have lent its memory out (scoped
+                    // threads, pinned wait nodes): never reuse or unmap it.
+                    // (Taking the descriptor out is the leak: `RawStack` has
+                    // no destructor, and the actor's drop no longer sees it.)
+                    let _leaked: Option<RawStack> = (*a.stack.get()).take();
+                    drop(a);
+                    let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
+                    if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
+                        self.core.idle.notify_all();
+                    }
+                    if let Some(j) = wake.and_then(Actor::wake) {
+                        self.put_run_next(w, j);
+                    }
+                    Next::Find
+                }
                 // Back from a blocking call that ran on the worker (no
                 // thread could take over): a yield.
                 Request::Rejoin => {

@@ -49,7 +49,7 @@ use core::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-use smarm_core::fault::{overflow_at, write_report};
+use smarm_core::fault::{overflow_at, overflow_exit, recovery_sp, write_report};
 
 use crate::Host;
 use smarm_core::Platform;
@@ -258,6 +258,17 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut 
                 let mut buf = [0u8; 512];
                 let n = write_report(&o, &mut buf);
                 write_stderr(&buf[..n]);
+                if let Some(sp) = recovery_sp::<Host>() {
+                    // The actor opted in: end it instead of the process.
+                    write_stderr(b"smarm: the actor opted in to recovery: it ends with StackOverflow\n");
+                    // SAFETY: `uctx` is the kernel's ucontext for this
+                    // signal; `sp` is free stack on this thread (below the
+                    // worker's saved frame) and `overflow_exit` never
+                    // returns. The kernel's sigreturn resumes there with
+                    // the signal mask restored.
+                    unsafe { redirect(uctx, sp, overflow_exit::<Host> as extern "C" fn() -> ! as usize) };
+                    return;
+                }
                 // SAFETY: abort is async-signal-safe and ends the process.
                 unsafe { libc::abort() };
             }
@@ -265,6 +276,49 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut 
     }
     // SAFETY: called from our handler with its own arguments.
     unsafe { chain(sig, info, uctx) };
+}
+
+/// Makes the interrupted context resume at `pc` with stack pointer `sp`
+/// (16-byte aligned) when the handler returns, as if `pc` had been called
+/// with no arguments and no return address.
+///
+/// # Safety
+///
+/// `uctx` is the `ucontext_t` the kernel passed to this handler.
+unsafe fn redirect(uctx: *mut libc::c_void, sp: usize, pc: usize) {
+    let uc = uctx.cast::<libc::ucontext_t>();
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    // SAFETY: `uc` is the live ucontext of this signal (the caller's
+    // contract); we only rewrite the saved registers.
+    unsafe {
+        // x86-64 SysV: at function entry rsp + 8 is 16-byte aligned (a call
+        // pushed the return address); there is none: the callee never
+        // returns.
+        (*uc).uc_mcontext.gregs[libc::REG_RSP as usize] = (sp - 8) as i64;
+        (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] = pc as i64;
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    // SAFETY: as above.
+    unsafe {
+        // AAPCS64: sp 16-byte aligned; a null link register ends any
+        // unwinder's walk.
+        (*uc).uc_mcontext.sp = sp as u64;
+        (*uc).uc_mcontext.pc = pc as u64;
+        (*uc).uc_mcontext.regs[30] = 0;
+    }
+    #[cfg(all(target_vendor = "apple", target_arch = "x86_64"))]
+    // SAFETY: as above (Darwin's `uc_mcontext` points at the saved state).
+    unsafe {
+        (*(*uc).uc_mcontext).__ss.__rsp = (sp - 8) as u64;
+        (*(*uc).uc_mcontext).__ss.__rip = pc as u64;
+    }
+    #[cfg(all(target_vendor = "apple", target_arch = "aarch64"))]
+    // SAFETY: as above.
+    unsafe {
+        (*(*uc).uc_mcontext).__ss.__sp = sp as u64;
+        (*(*uc).uc_mcontext).__ss.__pc = pc as u64;
+        (*(*uc).uc_mcontext).__ss.__lr = 0;
+    }
 }
 
 /// Hands a fault that is not ours to the action that was there before.
