@@ -20,43 +20,56 @@ fn runtime(slice: bool) -> smarm::Runtime {
     b.build().expect("smarm runtime")
 }
 
+/// ns for `iters` yields on `rt`.
+fn yields(rt: &smarm::Runtime, iters: u64) -> Duration {
+    rt.block_on(move || {
+        let t = Instant::now();
+        for _ in 0..iters {
+            smarm::yield_now();
+        }
+        t.elapsed()
+    })
+}
+
+/// ns for `iters` one-way messages of one pair on `rt`.
+fn ping_pong(rt: &smarm::Runtime, iters: u64) -> Duration {
+    rt.block_on(move || {
+        let t = Instant::now();
+        smarm_pairs(1, iters.max(2));
+        t.elapsed()
+    })
+}
+
+/// ns for `iters` checkpoints on `rt`.
+fn checkpoints(rt: &smarm::Runtime, iters: u64) -> Duration {
+    rt.block_on(move || {
+        let t = Instant::now();
+        for i in 0..iters {
+            black_box(i);
+            smarm::checkpoint();
+        }
+        t.elapsed()
+    })
+}
+
+type Workload = fn(&smarm::Runtime, u64) -> Duration;
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("preempt_cost/{}", port_name()));
-    for (name, slice) in [("slice_on", true), ("slice_off", false)] {
-        let rt = runtime(slice);
-        g.bench_function(format!("yield_1w/{name}"), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(move || {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        smarm::yield_now();
-                    }
-                    t.elapsed()
-                })
-            })
-        });
-        // One pair on one worker; `iters` one-way messages in all.
-        g.bench_function(format!("ping_pong_msg_1w/{name}"), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(move || {
-                    let t = Instant::now();
-                    smarm_pairs(1, iters.max(2));
-                    t.elapsed()
-                })
-            })
-        });
-        g.bench_function(format!("checkpoint/{name}"), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(move || {
-                    let t = Instant::now();
-                    for i in 0..iters {
-                        black_box(i);
-                        smarm::checkpoint();
-                    }
-                    t.elapsed()
-                })
-            })
-        });
+    // Both runtimes live side by side for the whole run (an idle one's
+    // worker sleeps) and the variants alternate workload by workload: a
+    // runtime built after another was dropped measured slower here, which
+    // would bias whichever variant ran second.
+    let rts = [("slice_on", runtime(true)), ("slice_off", runtime(false))];
+    let workloads: [(&str, Workload); 3] = [
+        ("yield_1w", yields),
+        ("ping_pong_msg_1w", ping_pong),
+        ("checkpoint", checkpoints),
+    ];
+    for (what, f) in workloads {
+        for (name, rt) in &rts {
+            g.bench_function(format!("{what}/{name}"), |b| b.iter_custom(|iters| f(rt, iters)));
+        }
     }
     g.finish();
 }
