@@ -9,6 +9,10 @@
 //!   ring kept full), from the overflow.
 //! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
 //!   baseline that the ring must beat.
+//! - [`StripedQueue`]: `K` rings (one per CPU, up to 16) with a shared
+//!   overflow; each worker pushes to and pops from its own stripe and scans
+//!   the others before going idle (the churn-heavy many-core option; the
+//!   protocol is in [`striped`]).
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -19,6 +23,12 @@ use crate::lock::Mutex;
 use crate::platform::Platform;
 use crate::ring::Ring;
 use crate::sync::{AtomicUsize, Ordering};
+
+pub mod striped;
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;
+
+pub use striped::{Striped, StripedQueue};
 
 /// What the scheduler queues: a runnable actor.
 pub type Runnable = Arc<Actor>;
