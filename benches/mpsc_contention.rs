@@ -3,13 +3,12 @@
 //! unbounded mpsc. Throughput in messages (time per element = ns/message).
 //!
 //! `cargo bench -p smarm-benches --bench mpsc_contention`
-use std::time::Duration;
 
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use smarm_benches::{port_name, smarm, smarm_rt};
+use smarm_benches::{config, port_name, smarm, smarm_rt};
 use tokio_side::tokio_rt;
 
 const SENDERS: u64 = 8;
@@ -87,7 +86,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    config = config();
     targets = bench
 }
 criterion_main!(benches);

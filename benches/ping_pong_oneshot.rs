@@ -3,13 +3,13 @@
 //! mailboxes) vs tokio (spawn + oneshot channels), 1 and 2 workers.
 //!
 //! `cargo bench -p smarm-benches --bench ping_pong_oneshot`
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{port_name, smarm, smarm_rt};
+use smarm_benches::{config, port_name, smarm, smarm_rt};
 use tokio_side::tokio_rt;
 
 fn bench(c: &mut Criterion) {
@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    config = config();
     targets = bench
 }
 criterion_main!(benches);

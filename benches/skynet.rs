@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{port_name, smarm};
+use smarm_benches::{config, port_name, smarm};
 
 const LEAVES: u64 = 1_000_000;
 
@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(8)).warm_up_time(Duration::from_secs(1));
+    config = config().measurement_time(Duration::from_secs(8));
     targets = bench
 }
 criterion_main!(benches);

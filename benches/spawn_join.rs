@@ -4,10 +4,10 @@
 //!
 //! `cargo bench -p smarm-benches --bench spawn_join`
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{port_name, smarm, smarm_rt};
+use smarm_benches::{config, port_name, smarm, smarm_rt};
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("spawn_join/{}", port_name()));
@@ -54,7 +54,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    config = config();
     targets = bench
 }
 criterion_main!(benches);
