@@ -29,6 +29,18 @@ fn relax() {
 trait Q: Sync {
     fn push(&self, stripe: usize, v: u64);
     fn pop(&self, stripe: usize) -> Option<u64>;
+
+    /// Pops until an item comes: a pop may report empty while the other
+    /// thread is caught between claiming a ticket and publishing it (the
+    /// ring's bounded wait), and each thread has pushed one item, so the
+    /// queue never stays empty and never fills up.
+    fn pop_some(&self, stripe: usize) -> u64 {
+        loop {
+            if let Some(v) = self.pop(stripe) {
+                return v;
+            }
+        }
+    }
 }
 
 impl Q for Ring<u64> {
@@ -62,7 +74,7 @@ fn run(q: &dyn Q, id: &str, iters: u64, contended: bool) -> std::time::Duration 
                 // Relaxed: a stop flag; the scope's join orders the rest.
                 while !stop.load(Ordering::Relaxed) {
                     q.push(1, i);
-                    black_box(q.pop(1));
+                    black_box(q.pop_some(1));
                     i += 1;
                 }
             });
@@ -71,7 +83,7 @@ fn run(q: &dyn Q, id: &str, iters: u64, contended: bool) -> std::time::Duration 
         let w = Stopwatch::start();
         for i in 0..iters {
             q.push(0, i);
-            black_box(q.pop(0));
+            black_box(q.pop_some(0));
         }
         let d = w.stop(id, iters);
         stop.store(true, Ordering::Relaxed);

@@ -1,6 +1,7 @@
 //! spawn_join: spawn a trivial actor and join it, from inside an actor,
 //! against tokio's `spawn(..).await` in the same binary: smarm with 1 worker
-//! vs tokio current_thread, smarm with 2 workers vs tokio multi_thread(2).
+//! vs tokio current_thread (`tokio/1w`), smarm with 2 workers vs tokio
+//! multi_thread(2) (`tokio/2w`).
 //!
 //! `cargo bench -p smarm-benches --bench spawn_join`
 use std::hint::black_box;
@@ -31,7 +32,7 @@ fn bench(c: &mut Criterion) {
         .worker_threads(2)
         .build()
         .unwrap();
-    for (name, tk) in [("tokio/current_thread", &tk1), ("tokio/multi_thread_2w", &tk2)] {
+    for (name, tk) in [("tokio/1w", &tk1), ("tokio/2w", &tk2)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 tk.block_on(async move {
