@@ -11,8 +11,9 @@ mod tokio_side;
 
 use std::time::Instant;
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{config, port_name, smarm, smarm_rt};
+use criterion::Criterion;
+use smarm_benches::{port_name, smarm, smarm_rt};
+use tokio_side::{in_task, tokio_rt};
 
 /// The panicking body both sides run.
 fn boom() -> u64 {
@@ -35,20 +36,16 @@ fn bench(c: &mut Criterion) {
             })
         })
     });
-    let tk = tokio_side::tokio_rt(1);
+    let tk = tokio_rt(1);
     g.bench_function("tokio/1w", |b| {
         b.iter_custom(|iters| {
-            tk.block_on(async move {
-                tokio::spawn(async move {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        let h = tokio::spawn(async { boom() });
-                        assert!(h.await.is_err());
-                    }
-                    t.elapsed()
-                })
-                .await
-                .unwrap()
+            in_task(&tk, async move {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    let h = tokio::spawn(async { boom() });
+                    assert!(h.await.is_err());
+                }
+                t.elapsed()
             })
         })
     });
@@ -56,9 +53,4 @@ fn bench(c: &mut Criterion) {
     let _ = std::panic::take_hook();
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -8,8 +8,9 @@
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use smarm_benches::{config, port_name, smarm, smarm_rt};
+use criterion::{Criterion, Throughput};
+use smarm_benches::{port_name, smarm, smarm_rt};
+use tokio_side::{in_task, tokio_rt};
 
 const DEPTH: u64 = 1000;
 
@@ -44,17 +45,13 @@ fn bench(c: &mut Criterion) {
                 })
             })
         });
-        let tk = tokio_side::tokio_rt(workers);
+        let tk = tokio_rt(workers);
         g.bench_function(format!("tokio/{workers}w"), |b| {
             b.iter(|| {
-                tk.block_on(async {
-                    tokio::spawn(async {
-                        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                        tokio_chain(DEPTH, tx);
-                        rx.recv().await.expect("chain end")
-                    })
-                    .await
-                    .unwrap()
+                in_task(&tk, async {
+                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                    tokio_chain(DEPTH, tx);
+                    rx.recv().await.expect("chain end")
                 })
             })
         });
@@ -62,9 +59,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

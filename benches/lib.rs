@@ -14,7 +14,10 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use criterion::Criterion;
+#[doc(hidden)]
+pub use criterion as __criterion;
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
 pub use smarm_core::{Arch, Platform, RunQueue};
 
 #[cfg(target_os = "linux")]
@@ -39,6 +42,26 @@ pub fn config() -> Criterion {
     Criterion::default()
         .measurement_time(Duration::from_secs(3))
         .warm_up_time(Duration::from_secs(1))
+}
+
+/// A criterion benchmark group measuring wall time.
+pub type Group<'a> = BenchmarkGroup<'a, WallTime>;
+
+/// The `main` of a bench binary: runs `$bench` under [`config`] (or the
+/// configuration given), then criterion's summary.
+#[macro_export]
+macro_rules! bench_main {
+    ($bench:path) => {
+        $crate::bench_main!($bench, $crate::config());
+    };
+    ($bench:path, $config:expr) => {
+        $crate::__criterion::criterion_group! {
+            name = benches;
+            config = $config;
+            targets = $bench
+        }
+        $crate::__criterion::criterion_main!(benches);
+    };
 }
 
 /// A smarm runtime with `workers` workers (the default ring run queue).

@@ -9,16 +9,14 @@
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
 use smarm_benches::{
-    config, for_each_queue, port_name, smarm_label, smarm_pairs, smarm_rt_with, worker_counts, Host, RunQueue,
+    for_each_queue, port_name, smarm_label, smarm_pairs, smarm_rt_with, worker_counts, Group, Host, RunQueue,
 };
-use tokio_side::{tokio_pairs, tokio_rt};
+use tokio_side::{in_task, tokio_pairs, tokio_rt};
 
 const MESSAGES: u64 = 32_768;
 const PAIRS: [u64; 3] = [2, 32, 1024];
-
-type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
 /// Messages each player of `pairs` pairs exchanges.
 fn each(pairs: u64) -> u64 {
@@ -46,7 +44,7 @@ fn bench(c: &mut Criterion) {
             g.throughput(Throughput::Elements(pairs * each));
             g.bench_function(format!("tokio/{pairs}"), |b| {
                 b.iter(|| {
-                    let n = tk.block_on(async move { tokio::spawn(tokio_pairs(pairs, each)).await.unwrap() });
+                    let n = in_task(&tk, tokio_pairs(pairs, each));
                     assert_eq!(n, pairs * each)
                 })
             });
@@ -55,9 +53,4 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -8,8 +8,8 @@ use std::time::Instant;
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{config, port_name, smarm, smarm_rt, Ball};
+use criterion::Criterion;
+use smarm_benches::{port_name, smarm, smarm_rt, Ball};
 use tokio_side::tokio_rt;
 
 fn bench(c: &mut Criterion) {
@@ -114,9 +114,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -12,8 +12,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{config, port_name, report_cycles, Host, Platform, Stopwatch};
+use criterion::Criterion;
+use smarm_benches::{port_name, report_cycles, Host, Platform, Stopwatch};
 use smarm_core::queue::Striped;
 use smarm_core::ring::Ring;
 
@@ -106,9 +106,4 @@ fn bench(c: &mut Criterion) {
     report_cycles(&group);
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use smarm_benches::{config, port_name, smarm};
 
 const LEAVES: u64 = 1_000_000;
@@ -69,9 +69,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = config().measurement_time(Duration::from_secs(8));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench, config().measurement_time(Duration::from_secs(8)));

@@ -13,15 +13,14 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
 use smarm_benches::{
-    config, for_each_queue, port_name, smarm, smarm_label, smarm_rt_with, worker_counts, Host, RunQueue,
+    for_each_queue, port_name, smarm, smarm_label, smarm_rt_with, worker_counts, Group, Host, RunQueue,
 };
+use tokio_side::{in_task, tokio_rt};
 
 const LOAD: usize = 64;
 const SPAWNS: u64 = 1024;
-
-type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
 fn variant<Q: RunQueue<Host>>(g: &mut Group<'_>, workers: usize) {
     let rt = smarm_rt_with::<Q>(workers);
@@ -58,35 +57,31 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(SPAWNS));
     for workers in worker_counts() {
         for_each_queue!(variant(&mut g, workers));
-        let tk = tokio_side::tokio_rt(workers);
+        let tk = tokio_rt(workers);
         g.bench_function(format!("tokio/{workers}w"), |b| {
             b.iter(|| {
-                tk.block_on(async {
-                    tokio::spawn(async {
-                        let stop = Arc::new(AtomicBool::new(false));
-                        let load: Vec<_> = (0..LOAD)
-                            .map(|_| {
-                                let stop = stop.clone();
-                                tokio::spawn(async move {
-                                    while !stop.load(Ordering::Relaxed) {
-                                        tokio::task::yield_now().await;
-                                    }
-                                })
+                in_task(&tk, async {
+                    let stop = Arc::new(AtomicBool::new(false));
+                    let load: Vec<_> = (0..LOAD)
+                        .map(|_| {
+                            let stop = stop.clone();
+                            tokio::spawn(async move {
+                                while !stop.load(Ordering::Relaxed) {
+                                    tokio::task::yield_now().await;
+                                }
                             })
-                            .collect();
-                        let hs: Vec<_> = (0..SPAWNS)
-                            .map(|i| tokio::spawn(async move { black_box(i) }))
-                            .collect();
-                        for h in hs {
-                            black_box(h.await.unwrap());
-                        }
-                        stop.store(true, Ordering::Relaxed);
-                        for h in load {
-                            h.await.unwrap();
-                        }
-                    })
-                    .await
-                    .unwrap()
+                        })
+                        .collect();
+                    let hs: Vec<_> = (0..SPAWNS)
+                        .map(|i| tokio::spawn(async move { black_box(i) }))
+                        .collect();
+                    for h in hs {
+                        black_box(h.await.unwrap());
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                    for h in load {
+                        h.await.unwrap();
+                    }
                 })
             })
         });
@@ -94,9 +89,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -16,13 +16,12 @@
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
+use criterion::Criterion;
 use smarm_benches::{
-    config, for_each_queue, port_name, report_cycles, smarm, smarm_label, smarm_rt, smarm_rt_with, Host,
+    for_each_queue, port_name, report_cycles, smarm, smarm_label, smarm_rt, smarm_rt_with, Group, Host,
     RunQueue, Stopwatch,
 };
-
-type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
+use tokio_side::{in_task, tokio_rt};
 
 fn local<Q: RunQueue<Host>>(g: &mut Group<'_>) {
     let rt = smarm_rt_with::<Q>(1);
@@ -45,21 +44,17 @@ fn bench(c: &mut Criterion) {
     let group = format!("switch_cost/{}", port_name());
     let mut g = c.benchmark_group(&group);
     for_each_queue!(local(&mut g));
-    let tk = tokio_side::tokio_rt(1);
+    let tk = tokio_rt(1);
     g.bench_function("tokio/local_1w", |b| {
         b.iter_custom(|iters| {
             // Inside a spawned task (as smarm's loop runs inside an actor):
             // a yield then goes through tokio's scheduler, not block_on's.
-            tk.block_on(async move {
-                tokio::spawn(async move {
-                    let w = Stopwatch::start();
-                    for _ in 0..iters {
-                        tokio::task::yield_now().await;
-                    }
-                    w.stop("tokio/local_1w", iters)
-                })
-                .await
-                .unwrap()
+            in_task(&tk, async move {
+                let w = Stopwatch::start();
+                for _ in 0..iters {
+                    tokio::task::yield_now().await;
+                }
+                w.stop("tokio/local_1w", iters)
             })
         })
     });
@@ -91,7 +86,7 @@ fn bench(c: &mut Criterion) {
             d
         })
     });
-    let (ta, tb) = (tokio_side::tokio_rt(1), tokio_side::tokio_rt(1));
+    let (ta, tb) = (tokio_rt(1), tokio_rt(1));
     g.bench_function("tokio/remote_2w", |b| {
         b.iter_custom(|iters| {
             use tokio::sync::mpsc::unbounded_channel;
@@ -125,9 +120,4 @@ fn bench(c: &mut Criterion) {
     report_cycles(&group);
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

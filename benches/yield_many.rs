@@ -9,15 +9,14 @@
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
 use smarm_benches::{
-    config, for_each_queue, port_name, smarm, smarm_label, smarm_rt_with, worker_counts, Host, RunQueue,
+    for_each_queue, port_name, smarm, smarm_label, smarm_rt_with, worker_counts, Group, Host, RunQueue,
 };
+use tokio_side::{in_task, tokio_rt};
 
 const ACTORS: u64 = 1024;
 const YIELDS: u64 = 32;
-
-type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
 fn variant<Q: RunQueue<Host>>(g: &mut Group<'_>, workers: usize) {
     let rt = smarm_rt_with::<Q>(workers);
@@ -46,26 +45,22 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ACTORS * YIELDS));
     for workers in worker_counts() {
         for_each_queue!(variant(&mut g, workers));
-        let tk = tokio_side::tokio_rt(workers);
+        let tk = tokio_rt(workers);
         g.bench_function(format!("tokio/{workers}w"), |b| {
             b.iter(|| {
-                tk.block_on(async {
-                    tokio::spawn(async {
-                        let hs: Vec<_> = (0..ACTORS)
-                            .map(|_| {
-                                tokio::spawn(async {
-                                    for _ in 0..YIELDS {
-                                        tokio::task::yield_now().await;
-                                    }
-                                })
+                in_task(&tk, async {
+                    let hs: Vec<_> = (0..ACTORS)
+                        .map(|_| {
+                            tokio::spawn(async {
+                                for _ in 0..YIELDS {
+                                    tokio::task::yield_now().await;
+                                }
                             })
-                            .collect();
-                        for h in hs {
-                            h.await.unwrap();
-                        }
-                    })
-                    .await
-                    .unwrap()
+                        })
+                        .collect();
+                    for h in hs {
+                        h.await.unwrap();
+                    }
                 })
             })
         });
@@ -73,9 +68,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -4,7 +4,7 @@ run against a baseline, and turn a run into benches/REPORT.md with SVG plots.
 Python 3 standard library only (CI machines have python3; see README).
 
   scripts/bench.py run [--repeats N] [--workers 1,2,4] [--bench NAME ...]
-        Runs `cargo bench -p smarm-benches` N times (default 2) with a short
+        Runs `cargo bench -p smarm-benches` N times (default 3) with a short
         criterion measurement (default 1.5 s, warm-up 0.5 s) and writes
         target/bench-runs/latest.json: host, port, arch, commit, workers,
         and per row the median of the repeats' mean times, each repeat's
@@ -121,7 +121,7 @@ def cmd_run(a):
         repeats=a.repeats,
         measurement_time_s=a.measurement_time,
         warm_up_time_s=a.warm_up_time,
-        workers=a.workers or f"1,2,{meta['cpus']}",
+        workers=a.workers or ",".join(str(w) for w in sorted({1, 2, meta["cpus"]})),
         load_before=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     )
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -553,7 +553,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the suite")
-    r.add_argument("--repeats", type=int, default=2)
+    r.add_argument("--repeats", type=int, default=3)
     r.add_argument("--measurement-time", type=float, default=1.5)
     r.add_argument("--warm-up-time", type=float, default=0.5)
     r.add_argument("--workers", help="worker counts for msg_pairs / yield_many, e.g. 1,2,4,8,16")

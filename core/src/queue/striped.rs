@@ -45,12 +45,10 @@
 //! directly; [`StripedQueue`] is the scheduler's run queue built on it.
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-use super::{relax, RunQueue, Runnable};
-use crate::lock::Mutex;
+use super::{relax, Overflow, RunQueue, Runnable};
 use crate::platform::{Platform, RawLock};
 use crate::ring::Ring;
 use crate::sync::{AtomicUsize, Ordering};
@@ -76,9 +74,7 @@ pub struct Striped<T, L: RawLock> {
     stripes: Box<[Stripe<T>]>,
     /// `K - 1`.
     mask: usize,
-    overflow: Mutex<L, VecDeque<T>>,
-    /// Length of `overflow`, readable without its lock.
-    overflow_len: AtomicUsize,
+    overflow: Overflow<T, L>,
 }
 
 impl<T, L: RawLock> Striped<T, L> {
@@ -97,8 +93,7 @@ impl<T, L: RawLock> Striped<T, L> {
         Striped {
             stripes: stripes.into_boxed_slice(),
             mask: k - 1,
-            overflow: Mutex::new(VecDeque::new()),
-            overflow_len: AtomicUsize::new(0),
+            overflow: Overflow::new(),
         }
     }
 
@@ -113,7 +108,7 @@ impl<T, L: RawLock> Striped<T, L> {
     #[inline]
     pub fn push_at(&self, hint: usize, v: T, relax: &mut dyn FnMut()) {
         if let Err(v) = self.stripes[hint & self.mask].ring.push(v, relax) {
-            self.spill(v);
+            self.overflow.push(v);
         }
     }
 
@@ -130,7 +125,7 @@ impl<T, L: RawLock> Striped<T, L> {
         let n = pops.load(Ordering::Relaxed);
         pops.store(n.wrapping_add(1), Ordering::Relaxed);
         let start = if n % FAIRNESS == FAIRNESS - 1 {
-            if let Some(v) = self.pop_overflow() {
+            if let Some(v) = self.overflow.pop() {
                 return Some(v);
             }
             own.wrapping_add(1).wrapping_add(n / FAIRNESS)
@@ -151,42 +146,18 @@ impl<T, L: RawLock> Striped<T, L> {
                 return Some(v);
             }
         }
-        self.pop_overflow()
+        self.overflow.pop()
     }
 
     /// Approximate number of items (sum of the stripes and the overflow).
     pub fn len(&self) -> usize {
-        // Relaxed: approximate by contract (see `RunQueue::len`).
-        let spilled = self.overflow_len.load(Ordering::Relaxed);
-        self.stripes.iter().map(|s| s.ring.len()).sum::<usize>() + spilled
+        // Approximate by contract (see `RunQueue::len`).
+        self.stripes.iter().map(|s| s.ring.len()).sum::<usize>() + self.overflow.len()
     }
 
     /// `len() == 0` (approximate, as `len` is).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    #[cold]
-    fn spill(&self, v: T) {
-        let mut o = self.overflow.lock();
-        o.push_back(v);
-        // Relaxed: written under the lock; readers use it only as a hint
-        // and take the lock before trusting it.
-        self.overflow_len.store(o.len(), Ordering::Relaxed);
-    }
-
-    #[cold]
-    fn pop_overflow(&self) -> Option<T> {
-        // Relaxed: a hint (see `spill`); a spill racing this check is found
-        // by the pusher's notify or the next pop.
-        if self.overflow_len.load(Ordering::Relaxed) == 0 {
-            return None;
-        }
-        let mut o = self.overflow.lock();
-        let v = o.pop_front();
-        // Relaxed: as in `spill`.
-        self.overflow_len.store(o.len(), Ordering::Relaxed);
-        v
     }
 }
 
