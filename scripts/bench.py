@@ -7,8 +7,8 @@ Python 3 standard library only (CI machines have python3; see README).
         Runs `cargo bench -p smarm-benches` N times (default 3) with a short
         criterion measurement (default 1.5 s, warm-up 0.5 s) and writes
         target/bench-runs/latest.json: host, port, arch, commit, workers,
-        and per row the median of the repeats' mean times, each repeat's
-        time, criterion's 95% interval and the cycle count where measured.
+        and per row the best repeat's mean time and 95% interval, each
+        repeat's time, and the cycle count where measured.
   scripts/bench.py save [RUN] [--to PATH]
         Copies a run (default: the latest) to a baseline file (default:
         benches/baselines/<port>-<arch>-<N>cpu.json).
@@ -24,11 +24,13 @@ Python 3 standard library only (CI machines have python3; see README).
         flagged; against a copy with some rows made 1.5x slower exactly
         those rows are flagged (CI runs this; it runs no bench).
 
-The noise band of a row: max(floor, 2 x the spread of the baseline's
-repeats + the half-widths of both runs' 95% intervals), all relative to the
-row's time. The spread is (max - min) / median over repeats, so a row that
-moved between the baseline's own repeats gets a wider band. The floor
-(default 10%) covers what two repeats on a shared machine cannot show.
+A row's time is its best repeat (interference on a shared machine only
+adds time, so the fastest of N repeats is the most repeatable estimate).
+The noise band of a row: max(floor, 2 x spread + the half-widths of both
+runs' 95% intervals), all relative to the row's time, where the spread is
+how far the baseline's second-best repeat lies from its best: a row whose
+best two repeats disagree gets a wider band. The floor (default 10%)
+covers what a few repeats on a shared machine cannot show.
 """
 
 import argparse
@@ -38,7 +40,6 @@ import math
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -127,52 +128,112 @@ def cmd_run(a):
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = os.path.join(RUNS, stamp)
     os.makedirs(out_dir, exist_ok=True)
-    cmd = ["cargo", "bench", "-p", "smarm-benches"]
-    for b in a.bench or []:
-        cmd += ["--bench", b]
-    cmd += ["--", "--warm-up-time", str(a.warm_up_time), "--measurement-time", str(a.measurement_time)]
-    cmd += ["--noplot"]
-    reps, cycles = [], {}
+    flags = ["--warm-up-time", str(a.warm_up_time), "--measurement-time", str(a.measurement_time), "--noplot"]
+    env = dict(os.environ)
+    if a.workers:
+        env["SMARM_BENCH_WORKERS"] = a.workers
+    jobs = plan(a.bench or bench_names(), env, a.isolate)
+    meta["isolated"] = a.isolate
     start = time.time()
     for r in range(a.repeats):
         crit = os.path.join(out_dir, f"rep{r}", "criterion")
         cyc = os.path.join(out_dir, f"rep{r}", "cycles.jsonl")
         os.makedirs(crit, exist_ok=True)
-        env = dict(os.environ, CRITERION_HOME=crit, SMARM_BENCH_CYCLES=cyc)
-        if a.workers:
-            env["SMARM_BENCH_WORKERS"] = a.workers
-        print(f"== repeat {r + 1}/{a.repeats}: {' '.join(cmd)}", flush=True)
+        renv = dict(env, CRITERION_HOME=crit, SMARM_BENCH_CYCLES=cyc)
+        print(f"== repeat {r + 1}/{a.repeats}: {len(jobs)} bench processes", flush=True)
         with open(os.path.join(out_dir, f"rep{r}", "log.txt"), "w") as log:
-            p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        if p.returncode != 0:
-            sys.exit(f"cargo bench failed (repeat {r + 1}); see {out_dir}/rep{r}/log.txt")
-        reps.append(collect(crit))
+            for bench, filt in jobs:
+                cmd = ["cargo", "bench", "-p", "smarm-benches", "--bench", bench, "--", *flags]
+                cmd += [filt] if filt else []
+                log.write(f"== {' '.join(cmd)}\n")
+                log.flush()
+                p = subprocess.run(cmd, cwd=ROOT, env=renv, stdout=log, stderr=subprocess.STDOUT)
+                if p.returncode != 0:
+                    sys.exit(f"cargo bench failed (repeat {r + 1}); see {out_dir}/rep{r}/log.txt")
+    meta["wall_s"] = round(time.time() - start, 1)
+    meta["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    write_run(out_dir, meta)
+
+
+def bench_names():
+    """The [[bench]] names in benches/Cargo.toml, in file order."""
+    names, prev = [], ""
+    with open(os.path.join(ROOT, "benches", "Cargo.toml")) as f:
+        for line in f:
+            if line.startswith("name = ") and "[[bench]]" in prev:
+                names.append(line.split('"')[1])
+            prev = line
+    return names
+
+
+def plan(benches, env, isolate):
+    """(bench, criterion filter) per bench process. With `isolate`, one
+    process per bench and implementation (`/smarm/`, `/smarm_mutex/`, ...,
+    `/tokio/`): rows of one binary run in sequence, and a smarm runtime
+    built after another one was dropped in the same process measured
+    slower on the reference host (switch_cost/local: up to 2x), which would
+    bias whichever variant runs later; separate processes put every
+    implementation in the same position."""
+    if not isolate:
+        return [(b, None) for b in benches]
+    print("listing rows (builds the benches)...", flush=True)
+    jobs = []
+    for b in benches:
+        out = subprocess.run(
+            ["cargo", "bench", "-q", "-p", "smarm-benches", "--bench", b, "--", "--list"],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        ).stdout
+        impls = []
+        for line in out.splitlines():
+            if line.endswith(": benchmark"):
+                try:
+                    impl = split_id(line[: -len(": benchmark")])[1]
+                except StopIteration:
+                    continue
+                if impl not in impls:
+                    impls.append(impl)
+        jobs += [(b, f"/{impl}/") for impl in impls]
+    return jobs
+
+
+def aggregate(out_dir):
+    """Rows of the repeats under out_dir (rep0, rep1, ...): per row the best
+    (lowest) repeat's time and 95% interval, and every repeat's time. The
+    best, not the median: on a shared machine interference only ever adds
+    time, so the fastest repeat is the most repeatable estimate."""
+    reps, cycles = [], {}
+    r = 0
+    while os.path.isdir(os.path.join(out_dir, f"rep{r}")):
+        reps.append(collect(os.path.join(out_dir, f"rep{r}", "criterion")))
+        cyc = os.path.join(out_dir, f"rep{r}", "cycles.jsonl")
         if os.path.exists(cyc):
             with open(cyc) as f:
                 for line in f:
                     c = json.loads(line)
                     cycles.setdefault(c["id"], []).append(c["cycles_per_iter"])
-    meta["wall_s"] = round(time.time() - start, 1)
-    meta["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        r += 1
     rows = {}
     for rid in sorted(set().union(*reps)):
         got = [rep[rid] for rep in reps if rid in rep]
-        ns = [g[0] for g in got]
-        row = {
-            "ns": statistics.median(ns),
-            "reps": ns,
-            "ci": [min(g[1] for g in got), max(g[2] for g in got)],
-            "elements": got[0][3],
-        }
+        best = min(got, key=lambda g: g[0])
+        row = {"ns": best[0], "reps": [g[0] for g in got], "ci": [best[1], best[2]], "elements": best[3]}
         if rid in cycles:
-            row["cycles"] = statistics.median(cycles[rid])
+            row["cycles"] = min(cycles[rid])
         rows[rid] = row
-    run = {"meta": meta, "rows": rows}
-    path = os.path.join(out_dir, "run.json")
-    for p in (path, LATEST):
+    return rows
+
+
+def write_run(out_dir, meta):
+    run = {"meta": meta, "rows": aggregate(out_dir)}
+    for p in (os.path.join(out_dir, "run.json"), LATEST):
         with open(p, "w") as f:
             json.dump(run, f, indent=1, sort_keys=True)
-    print(f"{len(rows)} rows in {meta['wall_s']} s -> {LATEST}")
+    print(f"{len(run['rows'])} rows from {meta.get('repeats')} repeat(s) in {meta.get('wall_s')} s -> {LATEST}")
+
+
+def cmd_rebuild(a):
+    """Re-aggregates a run directory (after a change to `aggregate`)."""
+    write_run(a.dir, load(os.path.join(a.dir, "run.json"))["meta"])
 
 
 def load(path):
@@ -192,8 +253,10 @@ def cmd_save(a):
 
 
 def rel_spread(row):
-    r = row.get("reps") or [row["ns"]]
-    return (max(r) - min(r)) / row["ns"] if len(r) > 1 else 0.0
+    """How far the second-best repeat is from the best: how stable the
+    best-of-N estimate is (0 with one repeat)."""
+    r = sorted(row.get("reps") or [row["ns"]])
+    return (r[1] - r[0]) / r[0] if len(r) > 1 else 0.0
 
 
 def rel_ci(row):
@@ -236,6 +299,11 @@ def cmd_compare(a):
     faster = [r for r in rows if r[5] == "faster"]
     missing = sorted(set(base["rows"]) - set(run["rows"]))
     print(f"{len(rows)} rows compared: {len(slower)} slower, {len(faster)} faster, {len(missing)} not in run")
+    lb = max(bm.get("load_before") or 0, bm.get("load_after") or 0)
+    lr = max(rm.get("load_before") or 0, rm.get("load_after") or 0)
+    if slower and lr > lb + 0.5:
+        print(f"note: the run's host was busier than the baseline's (load average up to {lr:.1f} vs {lb:.1f}):"
+              " rows that wake parked workers may be flagged by noise; rerun at a quiet moment to confirm")
     sys.exit(1 if slower else 0)
 
 
@@ -417,7 +485,7 @@ def scaling_plots(t, tag, out, plots):
             for impl, row in impls.items():
                 series.setdefault(impl, []).append((pairs, per_elem(row)))
         name = f"msg_pairs_{tag}_{w}w.svg"
-        s = svg_lines(f"msg_pairs, {w} worker(s) ({tag})", "pairs", "ns per message",
+        s = svg_lines(f"msg_pairs, {w} worker(s), {tag} host", "pairs", "ns per message",
                       sorted(series.items(), key=lambda kv: impl_order(kv[0])), logx=True)
         if s:
             plots.append((name, f"msg_pairs: ns per message against pairs, {w} worker(s)"))
@@ -431,7 +499,7 @@ def scaling_plots(t, tag, out, plots):
     if len(ws) > 1:
         name = f"msg_pairs_{tag}_workers.svg"
         plots.append((name, "msg_pairs: ns per message against workers (ring, striped, tokio)"))
-        write(os.path.join(out, name), svg_lines(f"msg_pairs against workers ({tag})", "workers",
+        write(os.path.join(out, name), svg_lines(f"msg_pairs against workers, {tag} host", "workers",
               "ns per message", sorted(series.items(), key=lambda kv: impl_order(kv[0]))))
     series = {}
     for p, impls in t.get("yield_many", {}).items():
@@ -440,7 +508,7 @@ def scaling_plots(t, tag, out, plots):
     if series:
         name = f"yield_many_{tag}.svg"
         plots.append((name, "yield_many: ns per yield against workers, per run-queue variant"))
-        write(os.path.join(out, name), svg_lines(f"yield_many against workers ({tag})", "workers",
+        write(os.path.join(out, name), svg_lines(f"yield_many against workers, {tag} host", "workers",
               "ns per yield", sorted(series.items(), key=lambda kv: impl_order(kv[0]))))
 
 
@@ -501,7 +569,7 @@ def cmd_report(a):
         plots.append(("switch_cost_local.svg", "yield round trip on one worker, per run-queue variant, and tokio"))
         write(os.path.join(plot_dir, "switch_cost_local.svg"),
               svg_bars("yield round trip, 1 worker (lower is better)", "ns per yield round trip", bars))
-    scaling_plots(t, "local", plot_dir, plots)
+    scaling_plots(t, f"{m['cpus']}cpu", plot_dir, plots)
     L = [
         "# smarm benchmark report",
         "",
@@ -509,12 +577,12 @@ def cmd_report(a):
         "(`scripts/bench.py run`); do not edit by hand. Every ratio is smarm / tokio",
         "measured side by side in the same run on the same host: below 1 means smarm is",
         "faster. Times are criterion's mean per iteration (per element where the",
-        f"workload counts elements), the median of {m.get('repeats', 1)} repeat(s).",
+        f"workload counts elements), the best of {m.get('repeats', 1)} repeat(s).",
         "",
         f"**Host**: {host_line(m)}.",
         f"Criterion: warm-up {m.get('warm_up_time_s')} s, measurement {m.get('measurement_time_s')} s per row;",
-        f"the whole suite took {m.get('wall_s')} s (load average {m.get('load_before')} before,"
-        f" {m.get('load_after')} after).",
+        f"the whole suite took {m.get('wall_s')} s (load average {m.get('load_before') or 0:.2f} before,"
+        f" {m.get('load_after') or 0:.2f} after).",
         "",
         "Run-queue variants: `smarm` is the default MPMC ring, `smarm_mutex` the mutex",
         "queue, `smarm_striped` the striped ring (one ring per CPU); `smarm_channel`",
@@ -558,6 +626,10 @@ def main():
     r.add_argument("--warm-up-time", type=float, default=0.5)
     r.add_argument("--workers", help="worker counts for msg_pairs / yield_many, e.g. 1,2,4,8,16")
     r.add_argument("--bench", action="append", help="only this bench binary (repeatable)")
+    r.add_argument("--no-isolate", dest="isolate", action="store_false",
+                   help="one process per bench binary instead of one per bench and implementation")
+    rb = sub.add_parser("rebuild", help="re-aggregate a run directory")
+    rb.add_argument("dir")
     s = sub.add_parser("save", help="save a run as a baseline")
     s.add_argument("run", nargs="?", default=LATEST)
     s.add_argument("--to")
@@ -581,7 +653,7 @@ def main():
         if a.cmd == "selftest" and not os.path.exists(a.baseline) and os.path.isdir(bdir):
             # Another host kind: any committed baseline tests compare itself.
             a.baseline = os.path.join(bdir, sorted(os.listdir(bdir))[0])
-    {"run": cmd_run, "save": cmd_save, "compare": cmd_compare, "selftest": cmd_selftest, "report": cmd_report}[
+    {"run": cmd_run, "rebuild": cmd_rebuild, "save": cmd_save, "compare": cmd_compare, "selftest": cmd_selftest, "report": cmd_report}[
         a.cmd
     ](a)
 
