@@ -3,14 +3,13 @@
 //! unbounded mpsc. Throughput in messages (time per element = ns/message).
 //!
 //! `cargo bench -p smarm-benches --bench mpsc_contention`
-use std::time::Duration;
 
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
 use smarm_benches::{port_name, smarm, smarm_rt};
-use tokio_side::tokio_rt;
+use tokio_side::{in_task, tokio_rt};
 
 const SENDERS: u64 = 8;
 const EACH: u64 = 4096;
@@ -51,33 +50,29 @@ fn bench(c: &mut Criterion) {
     let tk = tokio_rt(workers);
     g.bench_function(format!("tokio/{workers}w"), |b| {
         b.iter(|| {
-            let n = tk.block_on(async {
-                tokio::spawn(async {
-                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
-                    let hr = tokio::spawn(async move {
-                        let mut sum = 0u64;
-                        for _ in 0..SENDERS * EACH {
-                            sum += rx.recv().await.unwrap();
-                        }
-                        sum
-                    });
-                    let hs: Vec<_> = (0..SENDERS)
-                        .map(|_| {
-                            let tx = tx.clone();
-                            tokio::spawn(async move {
-                                for i in 0..EACH {
-                                    tx.send(i).expect("receiver alive");
-                                }
-                            })
-                        })
-                        .collect();
-                    for h in hs {
-                        h.await.unwrap();
+            let n = in_task(&tk, async {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
+                let hr = tokio::spawn(async move {
+                    let mut sum = 0u64;
+                    for _ in 0..SENDERS * EACH {
+                        sum += rx.recv().await.unwrap();
                     }
-                    hr.await.unwrap()
-                })
-                .await
-                .unwrap()
+                    sum
+                });
+                let hs: Vec<_> = (0..SENDERS)
+                    .map(|_| {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            for i in 0..EACH {
+                                tx.send(i).expect("receiver alive");
+                            }
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.await.unwrap();
+                }
+                hr.await.unwrap()
             });
             assert_eq!(n, SENDERS * EACH * (EACH - 1) / 2);
         })
@@ -85,9 +80,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -1,34 +1,50 @@
-//! msg_pairs: N independent ping-pong pairs (N in 2, 32, 1024) on 1 and 2
-//! workers, ~32,768 messages per run; smarm mailboxes vs tokio unbounded
-//! mpsc in the same binary. Throughput is in messages, so criterion's
-//! time per element is ns per message.
+//! msg_pairs: N independent ping-pong pairs (N in 2, 32, 1024) on each
+//! worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and all CPUs),
+//! ~32,768 messages per run; smarm mailboxes on each run-queue variant vs
+//! tokio unbounded mpsc in the same binary. Throughput is in messages, so
+//! criterion's time per element is ns per message.
 //!
 //! `cargo bench -p smarm-benches --bench msg_pairs`
-use std::time::Duration;
 
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use smarm_benches::{port_name, smarm_pairs, smarm_rt};
-use tokio_side::{tokio_pairs, tokio_rt};
+use criterion::{Criterion, Throughput};
+use smarm_benches::{
+    for_each_queue, port_name, smarm_label, smarm_pairs, smarm_rt_with, worker_counts, Group, Host, RunQueue,
+};
+use tokio_side::{in_task, tokio_pairs, tokio_rt};
 
 const MESSAGES: u64 = 32_768;
+const PAIRS: [u64; 3] = [2, 32, 1024];
+
+/// Messages each player of `pairs` pairs exchanges.
+fn each(pairs: u64) -> u64 {
+    (MESSAGES / pairs).max(2)
+}
+
+fn variant<Q: RunQueue<Host>>(g: &mut Group<'_>, workers: usize) {
+    let rt = smarm_rt_with::<Q>(workers);
+    for pairs in PAIRS {
+        let each = each(pairs);
+        g.throughput(Throughput::Elements(pairs * each));
+        g.bench_function(format!("{}/{pairs}", smarm_label::<Q>()), |b| {
+            b.iter(|| assert_eq!(rt.block_on(move || smarm_pairs(pairs, each)), pairs * each))
+        });
+    }
+}
 
 fn bench(c: &mut Criterion) {
-    for workers in [1usize, 2] {
+    for workers in worker_counts() {
         let mut g = c.benchmark_group(format!("msg_pairs/{}/{workers}w", port_name()));
-        let rt = smarm_rt(workers);
+        for_each_queue!(variant(&mut g, workers));
         let tk = tokio_rt(workers);
-        for pairs in [2u64, 32, 1024] {
-            let each = (MESSAGES / pairs).max(2);
+        for pairs in PAIRS {
+            let each = each(pairs);
             g.throughput(Throughput::Elements(pairs * each));
-            g.bench_function(format!("smarm/{pairs}"), |b| {
-                b.iter(|| assert_eq!(rt.block_on(move || smarm_pairs(pairs, each)), pairs * each))
-            });
             g.bench_function(format!("tokio/{pairs}"), |b| {
                 b.iter(|| {
-                    let n = tk.block_on(async move { tokio::spawn(tokio_pairs(pairs, each)).await.unwrap() });
+                    let n = in_task(&tk, tokio_pairs(pairs, each));
                     assert_eq!(n, pairs * each)
                 })
             });
@@ -37,9 +53,4 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -3,14 +3,14 @@
 //! mailboxes) vs tokio (spawn + oneshot channels), 1 and 2 workers.
 //!
 //! `cargo bench -p smarm-benches --bench ping_pong_oneshot`
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use smarm_benches::{port_name, smarm, smarm_rt};
-use tokio_side::tokio_rt;
+use tokio_side::{in_task, tokio_rt};
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("ping_pong_oneshot/{}", port_name()));
@@ -40,28 +40,24 @@ fn bench(c: &mut Criterion) {
         let tk = tokio_rt(workers);
         g.bench_function(format!("tokio/{workers}w"), |b| {
             b.iter_custom(|iters| {
-                tk.block_on(async move {
-                    tokio::spawn(async move {
-                        use tokio::sync::oneshot;
-                        let t = Instant::now();
-                        for i in 0..iters {
-                            let (to_pong, pong_rx) = oneshot::channel::<(u64, oneshot::Sender<u64>)>();
-                            let hp = tokio::spawn(async move {
-                                let (v, back) = pong_rx.await.unwrap();
-                                back.send(v + 1).unwrap();
-                            });
-                            let hi = tokio::spawn(async move {
-                                let (tx, rx) = oneshot::channel();
-                                to_pong.send((i, tx)).expect("alive");
-                                rx.await.unwrap()
-                            });
-                            assert_eq!(hi.await.unwrap(), i + 1);
-                            hp.await.unwrap();
-                        }
-                        t.elapsed()
-                    })
-                    .await
-                    .unwrap()
+                in_task(&tk, async move {
+                    use tokio::sync::oneshot;
+                    let t = Instant::now();
+                    for i in 0..iters {
+                        let (to_pong, pong_rx) = oneshot::channel::<(u64, oneshot::Sender<u64>)>();
+                        let hp = tokio::spawn(async move {
+                            let (v, back) = pong_rx.await.unwrap();
+                            back.send(v + 1).unwrap();
+                        });
+                        let hi = tokio::spawn(async move {
+                            let (tx, rx) = oneshot::channel();
+                            to_pong.send((i, tx)).expect("alive");
+                            rx.await.unwrap()
+                        });
+                        assert_eq!(hi.await.unwrap(), i + 1);
+                        hp.await.unwrap();
+                    }
+                    t.elapsed()
                 })
             })
         });
@@ -69,9 +65,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -3,12 +3,12 @@
 //! unbounded channels vs tokio unbounded mpsc in the same binary.
 //!
 //! `cargo bench -p smarm-benches --bench ping_pong_steady`
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use smarm_benches::{port_name, smarm, smarm_rt, Ball};
 use tokio_side::tokio_rt;
 
@@ -114,9 +114,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use smarm_benches::{port_name, smarm, smarm_pairs};
 
 fn runtime(slice: bool) -> smarm::Runtime {
@@ -60,7 +60,10 @@ fn bench(c: &mut Criterion) {
     // worker sleeps) and the variants alternate workload by workload: a
     // runtime built after another was dropped measured slower here, which
     // would bias whichever variant ran second.
-    let rts = [("slice_on", runtime(true)), ("slice_off", runtime(false))];
+    let rts = [
+        ("smarm_slice_on", runtime(true)),
+        ("smarm_slice_off", runtime(false)),
+    ];
     let workloads: [(&str, Workload); 3] = [
         ("yield_1w", yields),
         ("ping_pong_msg_1w", ping_pong),
@@ -68,15 +71,10 @@ fn bench(c: &mut Criterion) {
     ];
     for (what, f) in workloads {
         for (name, rt) in &rts {
-            g.bench_function(format!("{what}/{name}"), |b| b.iter_custom(|iters| f(rt, iters)));
+            g.bench_function(format!("{name}/{what}"), |b| b.iter_custom(|iters| f(rt, iters)));
         }
     }
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{port_name, smarm};
+use criterion::Criterion;
+use smarm_benches::{config, port_name, smarm};
 
 const LEAVES: u64 = 1_000_000;
 
@@ -69,9 +69,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(8)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench, config().measurement_time(Duration::from_secs(8)));

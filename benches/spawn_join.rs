@@ -1,13 +1,18 @@
 //! spawn_join: spawn a trivial actor and join it, from inside an actor,
 //! against tokio's `spawn(..).await` in the same binary: smarm with 1 worker
-//! vs tokio current_thread, smarm with 2 workers vs tokio multi_thread(2).
+//! vs tokio current_thread (`tokio/1w`), smarm with 2 workers vs tokio
+//! multi_thread(2) (`tokio/2w`).
 //!
 //! `cargo bench -p smarm-benches --bench spawn_join`
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+#[path = "tokio_side.rs"]
+mod tokio_side;
+
+use criterion::Criterion;
 use smarm_benches::{port_name, smarm, smarm_rt};
+use tokio_side::{in_task, tokio_rt};
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("spawn_join/{}", port_name()));
@@ -26,25 +31,17 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
-    let tk1 = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let tk2 = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .unwrap();
-    for (name, tk) in [("tokio/current_thread", &tk1), ("tokio/multi_thread_2w", &tk2)] {
+    let (tk1, tk2) = (tokio_rt(1), tokio_rt(2));
+    for (name, tk) in [("tokio/1w", &tk1), ("tokio/2w", &tk2)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                tk.block_on(async move {
-                    tokio::spawn(async move {
-                        let t = Instant::now();
-                        for i in 0..iters {
-                            let h = tokio::spawn(async move { black_box(i) });
-                            black_box(h.await.unwrap());
-                        }
-                        t.elapsed()
-                    })
-                    .await
-                    .unwrap()
+                in_task(tk, async move {
+                    let t = Instant::now();
+                    for i in 0..iters {
+                        let h = tokio::spawn(async move { black_box(i) });
+                        black_box(h.await.unwrap());
+                    }
+                    t.elapsed()
                 })
             })
         });
@@ -52,9 +49,4 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

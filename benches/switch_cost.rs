@@ -1,51 +1,123 @@
-//! switch_cost: one actor's `yield_now` loop on one worker (ns per yield
-//! round trip: actor → worker → run queue → actor), against tokio's
-//! current-thread `yield_now` (in a spawned task) in the same binary.
+//! switch_cost, in two modes, with the arch cycle count printed next to
+//! wall time (`cycles: ...` lines):
+//!
+//! - **local**: one actor's `yield_now` loop on one worker (ns per yield
+//!   round trip: actor → worker → run queue → actor), for each run-queue
+//!   variant, against tokio's current-thread `yield_now` in a spawned task.
+//! - **remote**: a round trip whose two wakes each cross to another worker:
+//!   an actor on a one-worker runtime and an echo actor on a second
+//!   one-worker runtime exchange a message over unbounded channels, so each
+//!   send wakes the other runtime's (parked or spinning) worker through its
+//!   shared queue. tokio: two current-thread runtimes, each on its own
+//!   thread, exchanging over unbounded mpsc.
 //!
 //! `cargo bench -p smarm-benches --bench switch_cost`
-use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_benches::{port_name, smarm, smarm_rt};
+#[path = "tokio_side.rs"]
+mod tokio_side;
 
-fn bench(c: &mut Criterion) {
-    let mut g = c.benchmark_group(format!("switch_cost/{}", port_name()));
-    let rt = smarm_rt(1);
-    g.bench_function("smarm/yield_1w", |b| {
+use criterion::Criterion;
+use smarm_benches::{
+    for_each_queue, port_name, report_cycles, smarm, smarm_label, smarm_rt, smarm_rt_with, Group, Host,
+    RunQueue, Stopwatch,
+};
+use tokio_side::{in_task, tokio_rt};
+
+fn local<Q: RunQueue<Host>>(g: &mut Group<'_>) {
+    let rt = smarm_rt_with::<Q>(1);
+    let id = format!("{}/local_1w", smarm_label::<Q>());
+    g.bench_function(&id, |b| {
         b.iter_custom(|iters| {
+            let id = id.clone();
             rt.block_on(move || {
-                let t = Instant::now();
+                let w = Stopwatch::start();
                 for _ in 0..iters {
                     smarm::yield_now();
                 }
-                t.elapsed()
+                w.stop(&id, iters)
             })
         })
     });
-    let tk = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    g.bench_function("tokio/yield_current_thread", |b| {
+}
+
+fn bench(c: &mut Criterion) {
+    let group = format!("switch_cost/{}", port_name());
+    let mut g = c.benchmark_group(&group);
+    for_each_queue!(local(&mut g));
+    let tk = tokio_rt(1);
+    g.bench_function("tokio/local_1w", |b| {
         b.iter_custom(|iters| {
             // Inside a spawned task (as smarm's loop runs inside an actor):
             // a yield then goes through tokio's scheduler, not block_on's.
-            tk.block_on(async move {
-                tokio::spawn(async move {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        tokio::task::yield_now().await;
+            in_task(&tk, async move {
+                let w = Stopwatch::start();
+                for _ in 0..iters {
+                    tokio::task::yield_now().await;
+                }
+                w.stop("tokio/local_1w", iters)
+            })
+        })
+    });
+
+    let (ra, rb) = (smarm_rt(1), smarm_rt(1));
+    g.bench_function("smarm/remote_2w", |b| {
+        b.iter_custom(|iters| {
+            let (to_echo, mut echo_rx) = smarm::channel::<u64>();
+            let (to_me, mut me_rx) = smarm::channel::<u64>();
+            let echo = rb.spawn(move || {
+                while let Ok(n) = echo_rx.recv() {
+                    if n == 0 {
+                        return;
                     }
-                    t.elapsed()
+                    to_me.send(n).expect("alive");
+                }
+            });
+            let d = ra.block_on(move || {
+                let w = Stopwatch::start();
+                for _ in 0..iters {
+                    to_echo.send(1).expect("alive");
+                    let _ = me_rx.recv();
+                }
+                let d = w.stop("smarm/remote_2w", iters);
+                to_echo.send(0).expect("alive");
+                d
+            });
+            echo.join().unwrap();
+            d
+        })
+    });
+    let (ta, tb) = (tokio_rt(1), tokio_rt(1));
+    g.bench_function("tokio/remote_2w", |b| {
+        b.iter_custom(|iters| {
+            use tokio::sync::mpsc::unbounded_channel;
+            let (to_echo, mut echo_rx) = unbounded_channel::<u64>();
+            let (to_me, mut me_rx) = unbounded_channel::<u64>();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    tb.block_on(async move {
+                        while let Some(n) = echo_rx.recv().await {
+                            if n == 0 {
+                                return;
+                            }
+                            to_me.send(n).expect("alive");
+                        }
+                    })
+                });
+                ta.block_on(async move {
+                    let w = Stopwatch::start();
+                    for _ in 0..iters {
+                        to_echo.send(1).expect("alive");
+                        let _ = me_rx.recv().await;
+                    }
+                    let d = w.stop("tokio/remote_2w", iters);
+                    to_echo.send(0).expect("alive");
+                    d
                 })
-                .await
-                .unwrap()
             })
         })
     });
     g.finish();
+    report_cycles(&group);
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
-}
-criterion_main!(benches);
+smarm_benches::bench_main!(bench);

@@ -17,6 +17,17 @@ pub fn tokio_rt(workers: usize) -> tokio::runtime::Runtime {
     }
 }
 
+/// Runs `f` as a task spawned on `tk` and blocks on its result, so the
+/// timed work goes through tokio's scheduler (as smarm's runs inside an
+/// actor), not through `block_on`'s own polling.
+pub fn in_task<F>(tk: &tokio::runtime::Runtime, f: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tk.block_on(async move { tokio::spawn(f).await.expect("tokio task") })
+}
+
 /// The same workload on tokio tasks with unbounded mpsc channels.
 pub async fn tokio_pairs(pairs: u64, msgs_each: u64) -> u64 {
     use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};

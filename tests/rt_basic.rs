@@ -238,3 +238,7 @@ macro_rules! overflow_test {
 
 overflow_test!(ring_overflow_spills_without_losing_actors, smarm::RingQueue);
 overflow_test!(mutex_queue_variant_runs_the_same_workload, smarm::MutexQueue);
+overflow_test!(
+    striped_queue_variant_spills_without_losing_actors,
+    smarm::StripedQueue
+);

@@ -53,7 +53,7 @@ pub use join::{JoinError, JoinHandle};
 pub use life::{current, link, trap_exits_into, ActorRef, Down, ExitReason, Killed, Monitor};
 pub use mailbox::{Addr, Mailbox, SendError};
 pub use platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
-pub use queue::{MutexQueue, RingQueue, RunQueue};
+pub use queue::{MutexQueue, RingQueue, RunQueue, StripedQueue};
 pub use runtime::{
     Builder, CountersReport, Runtime, ShutdownReport, DEFAULT_QUEUE_CAPACITY, DEFAULT_STACK_SIZE,
     DEFAULT_TIMESLICE,
@@ -140,7 +140,7 @@ macro_rules! port_api {
         pub type Runtime = $crate::Runtime<$platform, $crate::RingQueue<$platform>>;
         /// The runtime builder on this port, with the default run queue.
         pub type Builder = $crate::Builder<$platform, $crate::RingQueue<$platform>>;
-        /// The runtime with run-queue variant `Q` ([`RingQueue`], [`MutexQueue`]).
+        /// The runtime with run-queue variant `Q` ([`RingQueue`], [`MutexQueue`], [`StripedQueue`]).
         pub type RuntimeWith<Q> = $crate::Runtime<$platform, Q>;
         /// The builder for a runtime with run-queue variant `Q`.
         pub type BuilderWith<Q> = $crate::Builder<$platform, Q>;
@@ -150,6 +150,8 @@ macro_rules! port_api {
         pub type RingQueue = $crate::RingQueue<$platform>;
         /// The mutex run queue (baseline variant).
         pub type MutexQueue = $crate::MutexQueue<$platform>;
+        /// The striped run queue (one ring per CPU; many-core variant).
+        pub type StripedQueue = $crate::StripedQueue<$platform>;
         /// An actor's mailbox (the receiving end).
         pub type Mailbox<M> = $crate::Mailbox<M, $platform>;
         /// The address of an actor's mailbox (clone it, send to it).

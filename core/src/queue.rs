@@ -9,6 +9,10 @@
 //!   ring kept full), from the overflow.
 //! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
 //!   baseline that the ring must beat.
+//! - [`StripedQueue`]: `K` rings (one per CPU, up to 16) with a shared
+//!   overflow; each worker pushes to and pops from its own stripe and scans
+//!   the others before going idle (the churn-heavy many-core option; the
+//!   protocol is in [`striped`]).
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -16,9 +20,15 @@ use core::marker::PhantomData;
 
 use crate::actor::Actor;
 use crate::lock::Mutex;
-use crate::platform::Platform;
+use crate::platform::{Platform, RawLock};
 use crate::ring::Ring;
 use crate::sync::{AtomicUsize, Ordering};
+
+pub mod striped;
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;
+
+pub use striped::{Striped, StripedQueue};
 
 /// What the scheduler queues: a runnable actor.
 pub type Runnable = Arc<Actor>;
@@ -53,9 +63,7 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
 /// The default run queue: an MPMC ring with an overflow list.
 pub struct RingQueue<P: Platform> {
     ring: Ring<Runnable>,
-    overflow: Mutex<P::Lock, VecDeque<Runnable>>,
-    /// Length of `overflow`, readable without its lock.
-    overflow_len: AtomicUsize,
+    overflow: Overflow<Runnable, P::Lock>,
     /// Pop count, to look at the overflow first every 61st pop.
     pops: AtomicUsize,
     _p: PhantomData<fn() -> P>,
@@ -65,28 +73,51 @@ fn relax<P: Platform>() -> impl FnMut() {
     || P::yield_thread()
 }
 
-impl<P: Platform> RingQueue<P> {
-    #[cold]
-    fn spill(&self, actor: Runnable) {
-        let mut o = self.overflow.lock();
-        o.push_back(actor);
-        // Relaxed: written under the lock; readers use it only as a hint and
-        // take the lock before trusting it.
-        self.overflow_len.store(o.len(), Ordering::Relaxed);
+/// Where a full ring spills: an unbounded FIFO under the platform lock, with
+/// a length readable without the lock. Shared by [`RingQueue`] and
+/// [`Striped`]; both methods are `#[cold]` (a ring full enough to spill
+/// holds thousands of runnable actors).
+pub(crate) struct Overflow<T, L: RawLock> {
+    q: Mutex<L, VecDeque<T>>,
+    /// Length of `q`, readable without its lock.
+    len: AtomicUsize,
+}
+
+impl<T, L: RawLock> Overflow<T, L> {
+    pub(crate) fn new() -> Self {
+        Overflow {
+            q: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
     }
 
     #[cold]
-    fn pop_overflow(&self) -> Option<Runnable> {
-        // Relaxed: a hint (see `spill`); a push racing this check is found by
+    pub(crate) fn push(&self, v: T) {
+        let mut o = self.q.lock();
+        o.push_back(v);
+        // Relaxed: written under the lock; readers use it only as a hint and
+        // take the lock before trusting it.
+        self.len.store(o.len(), Ordering::Relaxed);
+    }
+
+    #[cold]
+    pub(crate) fn pop(&self) -> Option<T> {
+        // Relaxed: a hint (see `push`); a push racing this check is found by
         // the pusher's notify or the next pop.
-        if self.overflow_len.load(Ordering::Relaxed) == 0 {
+        if self.len.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let mut o = self.overflow.lock();
-        let a = o.pop_front();
-        // Relaxed: as in `spill`.
-        self.overflow_len.store(o.len(), Ordering::Relaxed);
-        a
+        let mut o = self.q.lock();
+        let v = o.pop_front();
+        // Relaxed: as in `push`.
+        self.len.store(o.len(), Ordering::Relaxed);
+        v
+    }
+
+    /// Approximate length (Relaxed: a hint, as in `push`).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
     }
 }
 
@@ -96,8 +127,7 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
     fn with_capacity(capacity: usize) -> Self {
         RingQueue {
             ring: Ring::with_capacity(capacity),
-            overflow: Mutex::new(VecDeque::new()),
-            overflow_len: AtomicUsize::new(0),
+            overflow: Overflow::new(),
             pops: AtomicUsize::new(0),
             _p: PhantomData,
         }
@@ -106,7 +136,7 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
     #[inline]
     fn push(&self, actor: Runnable) {
         if let Err(actor) = self.ring.push(actor, &mut relax::<P>()) {
-            self.spill(actor);
+            self.overflow.push(actor);
         }
     }
 
@@ -119,20 +149,20 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
         let n = self.pops.load(Ordering::Relaxed);
         self.pops.store(n.wrapping_add(1), Ordering::Relaxed);
         if n % 61 == 60 {
-            if let Some(a) = self.pop_overflow() {
+            if let Some(a) = self.overflow.pop() {
                 return Some(a);
             }
         }
         match self.ring.pop(&mut relax::<P>()) {
             Some(a) => Some(a),
-            None => self.pop_overflow(),
+            None => self.overflow.pop(),
         }
     }
 
     #[inline]
     fn len(&self) -> usize {
-        // Relaxed: approximate by contract.
-        self.ring.len() + self.overflow_len.load(Ordering::Relaxed)
+        // Approximate by contract.
+        self.ring.len() + self.overflow.len()
     }
 }
 
