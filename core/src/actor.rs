@@ -129,6 +129,11 @@ pub struct Actor {
     pub(crate) life: Arc<Life>,
     /// Actor-local values; owned by the running actor.
     pub(crate) locals: RawCell<crate::local::Locals>,
+    /// Set by a kill (a copy of `life.killed` on this cache line, read at
+    /// every resume).
+    pub(crate) killed: crate::sync::AtomicBool,
+    /// Its place in the runtime's registry (`crate::dump`).
+    pub(crate) reg: crate::sync::AtomicU64,
     /// The join completer in the running entry frame (for an overflow
     /// recovery); owned by the running actor.
     pub(crate) abort_join: RawCell<Option<NonNull<dyn crate::join::AbortJoin>>>,
@@ -164,6 +169,8 @@ impl Actor {
             life,
             locals: RawCell::new(crate::local::Locals::default()),
             abort_join: RawCell::new(None),
+            reg: crate::sync::AtomicU64::new(crate::dump::UNREGISTERED),
+            killed: crate::sync::AtomicBool::new(false),
         }
     }
 

@@ -199,7 +199,9 @@ impl Drop for ExitHooks {
     fn drop(&mut self) {
         // An actor dropped without ending (abandoned at shutdown): its
         // hooks never run; free them.
-        let mut p = self.head.swap(ptr::null_mut(), Ordering::Acquire);
+        // Relaxed: `&mut self` (no other reference; the Arc's drop
+        // synchronised with every former owner): no read-modify-write.
+        let mut p = self.head.load(Ordering::Relaxed);
         while !p.is_null() && p != CLOSED {
             // SAFETY: `&mut self`: the list is ours.
             let node = unsafe { Box::from_raw(p) };
@@ -322,8 +324,13 @@ impl Life {
         self.killed.store(true, Ordering::Release);
         // SAFETY: written once before this `Life` was shared.
         let actor = unsafe { (*self.actor.get()).upgrade() };
-        if let Some(a) = actor.and_then(Actor::wake) {
-            crate::sched::schedule(a);
+        if let Some(a) = actor {
+            // The copy the actor checks at every resume, on its own control
+            // block's cache line (Release: as above).
+            a.killed.store(true, Ordering::Release);
+            if let Some(a) = a.wake() {
+                crate::sched::schedule(a);
+            }
         }
     }
 
@@ -362,7 +369,8 @@ impl Life {
 
 impl Drop for Life {
     fn drop(&mut self) {
-        let trap = self.trap.swap(ptr::null_mut(), Ordering::Acquire);
+        // Relaxed: `&mut self`, as in `ExitHooks::drop`.
+        let trap = self.trap.load(Ordering::Relaxed);
         if !trap.is_null() {
             // SAFETY: `&mut self`: nobody else can read the trap any more.
             drop(unsafe { Box::from_raw(trap) });

@@ -362,7 +362,8 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         let life = crate::life::Life::new(id, name, stack.usable_range());
         let body = build(&life);
         let (actor, handle) = core.new_actor::<F, T>(id, life, stack, body);
-        core.registry[core.workers.len()].add(&actor);
+        let outside = core.workers.len();
+        core.registry[outside].add(outside as u32, &actor);
         core.outside.shared_spawned(1);
         core.outside.shared_enqueued(1);
         self.shared.queue.push(actor);
@@ -422,7 +423,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         let running: Vec<u64> = core
             .workers
             .iter()
-            .map(|w| w.running.load(Ordering::Relaxed))
+            .map(|w| w.samples.running.load(Ordering::Relaxed))
             .collect();
         crate::dump::Dump::collect(
             P::NAME,
@@ -487,6 +488,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             // schedules through it): keep its shared state alive for good.
             core::mem::forget(self.shared.clone());
         }
+        // Forget the registry's entries before any leftover is dropped.
         for s in core.registry.iter() {
             s.clear();
         }

@@ -155,10 +155,17 @@ pub(crate) struct WorkerShared {
     /// The run-next slot: owner puts, idle workers may take.
     pub(crate) run_next: Slot<Actor>,
     pub(crate) counters: Counters,
-    /// For the long-hold monitor (written only when it runs): the id of the
-    /// actor this worker is running (0: none) ...
+    /// Samples for dumps and the long-hold monitor, on their own cache line
+    /// (written at every switch; thieves peek at `run_next`).
+    pub(crate) samples: Samples,
+}
+
+/// What a worker publishes about the actor it runs.
+#[repr(align(128))]
+pub(crate) struct Samples {
+    /// The id of the actor this worker is running (0: none) ...
     pub(crate) running: AtomicU64,
-    /// ... how many actors it has resumed (changes at every safe point) ...
+    /// ... how many actors it has resumed (with the monitor on) ...
     pub(crate) resumes: AtomicU64,
     /// ... and, once the monitor has reported the current hold, when it saw
     /// the hold begin (ns; 0: not reported), for the worker's final report.
@@ -320,10 +327,12 @@ impl<P: Platform> RtCore<P> {
                 .map(|_| WorkerShared {
                     run_next: Slot::new(),
                     counters: Counters::default(),
-                    running: AtomicU64::new(0),
-                    resumes: AtomicU64::new(0),
-                    hold_since: AtomicU64::new(0),
-                    hold_seq: AtomicU64::new(0),
+                    samples: Samples {
+                        running: AtomicU64::new(0),
+                        resumes: AtomicU64::new(0),
+                        hold_since: AtomicU64::new(0),
+                        hold_seq: AtomicU64::new(0),
+                    },
                 })
                 .collect(),
             outside: Counters::default(),
@@ -488,7 +497,7 @@ unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
         // Relaxed: pairs with the kill's Release store; a parked actor's
         // kill is ordered by its wake (the state CAS), a running one's is
         // seen at this or a later resume.
-        if *(*me).cancel.get() == CANCEL_NONE && (&*me).life.killed.load(Ordering::Relaxed) {
+        if *(*me).cancel.get() == CANCEL_NONE && (*me).killed.load(Ordering::Relaxed) {
             *(*me).cancel.get() = CANCEL_UNWINDING;
             P::resume_unwind(alloc::boxed::Box::new(crate::life::Killed));
         }
@@ -792,7 +801,7 @@ where
         let life = Life::new(id, name, stack.usable_range());
         let body = build(&life);
         let (child, handle) = core.new_actor::<F, T>(id, life, stack, body);
-        core.registry[(*c).index].add(&child);
+        core.registry[(*c).index].add((*c).index as u32, &child);
         (child, handle)
     };
     // SAFETY: `me` is the running actor.
@@ -1119,6 +1128,17 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         false
     }
 
+    /// Takes an ended actor out of the registry (dumps).
+    fn unregister(&self, a: &Actor) {
+        // Relaxed: the shard bits never change after registration, which
+        // happened before the actor first ran; `remove` re-reads under the
+        // shard's lock.
+        let reg = a.reg.load(Ordering::Relaxed);
+        if reg != crate::dump::UNREGISTERED {
+            self.core.registry[(reg >> 32) as usize].remove(a);
+        }
+    }
+
     /// Shutdown: makes every parked actor runnable (it is then cancelled
     /// at its resume point). Returns how many were woken.
     fn wake_parked(&self) -> usize {
@@ -1209,11 +1229,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             let monitored = self.core.hold_ns != 0;
             // Relaxed: samples for dumps and the monitor, which tolerate
             // staleness.
-            w.running.store(a.id, Ordering::Relaxed);
+            w.samples.running.store(a.id, Ordering::Relaxed);
             if monitored {
                 (*ctx).resumes += 1;
                 // Relaxed: as above.
-                w.resumes.store((*ctx).resumes, Ordering::Relaxed);
+                w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
             }
             (*ctx).current = Arc::as_ptr(&a);
             let back = <P::Arch as Arch>::switch(*a.sp.get());
@@ -1223,7 +1243,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 self.end_hold(w, index, a.id, (*ctx).resumes);
             } else {
                 // Relaxed: as above.
-                w.running.store(0, Ordering::Relaxed);
+                w.samples.running.store(0, Ordering::Relaxed);
             }
             w.counters.switches(1);
             match mem::replace(&mut *a.request.get(), Request::None) {
@@ -1257,6 +1277,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     if let Some(stack) = (*a.stack.get()).take() {
                         self.core.pool.put(&mut (*ctx).stacks, stack);
                     }
+                    self.unregister(&a);
                     drop(a);
                     let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
                     if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
@@ -1299,6 +1320,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // (Taking the descriptor out is the leak: `RawStack` has
                     // no destructor, and the actor's drop no longer sees it.)
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
+                    self.unregister(&a);
                     drop(a);
                     let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
                     if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
@@ -1327,8 +1349,8 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     #[inline]
     fn end_hold(&self, w: &WorkerShared, index: usize, id: u64, resumes: u64) {
         // Relaxed: samples for the monitor.
-        w.running.store(0, Ordering::Relaxed);
-        if w.hold_since.load(Ordering::Relaxed) != 0 {
+        w.samples.running.store(0, Ordering::Relaxed);
+        if w.samples.hold_since.load(Ordering::Relaxed) != 0 {
             self.report_end_hold(w, index, id, resumes);
         }
     }
@@ -1337,10 +1359,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     fn report_end_hold(&self, w: &WorkerShared, index: usize, id: u64, resumes: u64) {
         // Acquire: pairs with the monitor's Release store of `hold_since`,
         // after its store of `hold_seq`.
-        let since = w.hold_since.swap(0, Ordering::Acquire);
+        let since = w.samples.hold_since.swap(0, Ordering::Acquire);
         // A report about an earlier hold that ended while the monitor was
         // reporting it (Relaxed: ordered by the swap above).
-        if since == 0 || w.hold_seq.load(Ordering::Relaxed) != resumes {
+        if since == 0 || w.samples.hold_seq.load(Ordering::Relaxed) != resumes {
             return;
         }
         if let Some(hook) = &self.core.hold_hook {
@@ -1481,8 +1503,8 @@ pub(crate) fn run_monitor<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>) {
         }
         for (i, w) in core.workers.iter().enumerate() {
             // Relaxed: samples (see `WorkerShared`).
-            let resumes = w.resumes.load(Ordering::Relaxed);
-            let id = w.running.load(Ordering::Relaxed);
+            let resumes = w.samples.resumes.load(Ordering::Relaxed);
+            let id = w.samples.running.load(Ordering::Relaxed);
             if id == 0 || resumes != seen[i].0 {
                 seen[i] = (resumes, now);
                 reported[i] = false;
@@ -1503,8 +1525,8 @@ pub(crate) fn run_monitor<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>) {
                 }
                 // Relaxed, then Release: pairs with the worker's Acquire
                 // swap of `hold_since`, which it reads `hold_seq` after.
-                w.hold_seq.store(resumes, Ordering::Relaxed);
-                w.hold_since.store(seen[i].1.max(1), Ordering::Release);
+                w.samples.hold_seq.store(resumes, Ordering::Relaxed);
+                w.samples.hold_since.store(seen[i].1.max(1), Ordering::Release);
             }
         }
         P::wait(&core.monitor_word, 0, Some(now + period));
