@@ -1128,6 +1128,23 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         false
     }
 
+    /// An actor ended (its stack already dealt with): marks it done, drops
+    /// the worker's reference, and wakes its joiner into the run-next slot.
+    fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Next {
+        // Release: a joiner never reads it; debugging aid only.
+        a.state.store(DONE, Ordering::Release);
+        self.unregister(&a);
+        drop(a);
+        let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
+        if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
+            self.core.idle.notify_all();
+        }
+        if let Some(j) = wake.and_then(Actor::wake) {
+            self.put_run_next(w, j);
+        }
+        Next::Find
+    }
+
     /// Takes an ended actor out of the registry (dumps).
     fn unregister(&self, a: &Actor) {
         // Relaxed: the shard bits never change after registration, which
@@ -1272,21 +1289,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Run(child)
                 }
                 Request::Exit(wake) => {
-                    // Release: a joiner never reads it; debugging aid only.
-                    a.state.store(DONE, Ordering::Release);
                     if let Some(stack) = (*a.stack.get()).take() {
                         self.core.pool.put(&mut (*ctx).stacks, stack);
                     }
-                    self.unregister(&a);
-                    drop(a);
-                    let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
-                    if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
-                        self.core.idle.notify_all();
-                    }
-                    if let Some(j) = wake.and_then(Actor::wake) {
-                        self.put_run_next(w, j);
-                    }
-                    Next::Find
+                    self.retire(w, a, wake)
                 }
                 Request::Block => {
                     self.core.blocked.fetch_add(1, Ordering::SeqCst);
@@ -1312,24 +1318,13 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Retire
                 }
                 Request::Overflowed(wake) => {
-                    // Release: as for an exit.
-                    a.state.store(DONE, Ordering::Release);
                     // The frames on the stack were abandoned without
                     // unwinding and may have lent its memory out (scoped
                     // threads, pinned wait nodes): never reuse or unmap it.
                     // (Taking the descriptor out is the leak: `RawStack` has
                     // no destructor, and the actor's drop no longer sees it.)
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
-                    self.unregister(&a);
-                    drop(a);
-                    let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
-                    if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
-                        self.core.idle.notify_all();
-                    }
-                    if let Some(j) = wake.and_then(Actor::wake) {
-                        self.put_run_next(w, j);
-                    }
-                    Next::Find
+                    self.retire(w, a, wake)
                 }
                 // Back from a blocking call that ran on the worker (no
                 // thread could take over): a yield.
