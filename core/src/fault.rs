@@ -224,13 +224,11 @@ pub extern "C" fn overflow_exit<P: Platform>() -> ! {
     let Some(a) = running::<P>() else {
         P::abort("smarm: overflow recovery without a running actor")
     };
-    // SAFETY: `a` is the actor that was running on this thread when it
-    // faulted (the worker context still names it); its control block is
-    // alive (its worker holds an Arc). Its stack is no longer executed:
-    // the frames there are abandoned, but their memory stays mapped, so the
-    // completer the entry frame registered is still valid. Clearing
-    // `current` first makes the hooks below run as worker code (a send's
-    // safe point cannot switch the dead actor).
+    // Clearing `current` first makes the hooks below run as worker code (a
+    // send's safe point cannot switch the dead actor).
+    // SAFETY: `a` is the actor that faulted here (its worker holds an Arc);
+    // its abandoned frames stay mapped, so the registered completer is
+    // valid; nothing runs on its stack any more.
     unsafe {
         (*c).current = ptr::null();
         let actor: &Actor = &*a;

@@ -269,6 +269,21 @@ impl<M: Send> CloseDead for Shared<M> {
 }
 
 impl<M> Shared<M> {
+    /// The receiver takes its `WAITING` registration back (CAS to `IDLE`).
+    /// `false`: a sender (or a timer) owns it and its wake is in flight.
+    fn withdraw(&self) -> bool {
+        // SeqCst: every write of the state word is SeqCst (module doc).
+        let won = self
+            .state
+            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if won {
+            // SAFETY: our CAS took the registration back.
+            drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
+        }
+        won
+    }
+
     /// `S3`'s slow path, and a receive timer's poke: takes the
     /// registration if it is still `WAITING` and wakes it.
     #[cold]
@@ -385,14 +400,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// Takes back a registration a timed-out wait left in place (a wake
     /// in flight for it is harmless: a later wait may return spuriously).
     fn withdraw(&mut self) {
-        let s = &*self.shared;
-        if s.state
-            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            // SAFETY: our CAS took the registration back.
-            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
-        }
+        self.shared.withdraw();
     }
 
     /// The first message matching `pred` (saved messages first, then new
@@ -462,9 +470,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
                     self.park(deadline);
                 } else {
                     // Withdraw; a failure means a wake is in flight (harmless).
-                    let _ = s
-                        .state
-                        .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst);
+                    s.withdraw();
                 }
                 return;
             }
@@ -498,13 +504,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         }
         // R3.
         // SAFETY: single consumer.
-        if !unsafe { s.queue.is_empty_sc() }
-            && s.state
-                .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        {
-            // SAFETY: our CAS took the registration back.
-            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
+        if !unsafe { s.queue.is_empty_sc() } && s.withdraw() {
             return;
         }
         // R4 (also reached when the withdraw lost to a sender: its wake is
@@ -517,25 +517,14 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
                 let w = Waiter::Thread(t);
                 while !w.is_woken() {
                     // SAFETY: single consumer.
-                    if !unsafe { s.queue.is_empty_sc() }
-                        && s.state
-                            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
-                            .is_ok()
-                    {
-                        // SAFETY: our CAS took the registration back.
-                        drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
+                    if !unsafe { s.queue.is_empty_sc() } && s.withdraw() {
                         return;
                     }
                     if deadline.is_some_and(|d| P::now_ns() >= d) {
                         // Timed out: withdraw, unless a sender took the
                         // registration (then its wake is imminent: wait
                         // for it, so none lands on a later wait).
-                        if s.state
-                            .compare_exchange(WAITING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
-                            .is_ok()
-                        {
-                            // SAFETY: our CAS took the registration back.
-                            drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
+                        if s.withdraw() {
                             return;
                         }
                         while !w.is_woken() {
