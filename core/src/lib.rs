@@ -20,6 +20,7 @@ pub mod arch;
 pub mod channel;
 pub mod counters;
 pub mod error;
+pub mod failpoint;
 pub mod fault;
 pub mod idle;
 pub mod lock;
@@ -186,6 +187,8 @@ macro_rules! port_api {
         pub type Monitor = $crate::Monitor<$platform>;
 
         pub use $crate::dump::{ActorInfo, ActorState, Dump};
+        /// Test-only failpoints (`set_hook` needs the `failpoints` feature).
+        pub use $crate::failpoint;
         pub use $crate::{
             BuildError, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold, LongHoldHook,
             SendError,

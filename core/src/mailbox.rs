@@ -493,6 +493,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         // R1. SAFETY: state is IDLE and only we move it out of IDLE, so no
         // sender owns `waiter`.
         s.waiter.with_mut(|p| unsafe { *p = Some(w) });
+        crate::failpoint::hit(crate::failpoint::Site::MailboxWaitCas);
         // R2. SeqCst: the receiver's half of the Dekker pair.
         if s.state
             .compare_exchange(IDLE, WAITING, Ordering::SeqCst, Ordering::SeqCst)
@@ -543,6 +544,7 @@ impl<M, P: Platform> Drop for Mailbox<M, P> {
     fn drop(&mut self) {
         // SeqCst: senders that load CLOSED after this fail; see `send`.
         self.shared.state.swap(CLOSED, Ordering::SeqCst);
+        crate::failpoint::hit(crate::failpoint::Site::MailboxClose);
         // Drop what is queued now and recycle its nodes; a send racing the
         // close may still land, and is dropped with the shared half (the
         // queue's own Drop) when the last Addr goes.

@@ -184,6 +184,7 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => {
+                        crate::failpoint::hit(crate::failpoint::Site::RingClaimed);
                         slot.value.with_mut(|p| {
                             // SAFETY: the CAS made ticket `pos` ours alone, and
                             // the Acquire above ordered the previous consumer's

@@ -1270,13 +1270,18 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Find
                 }
                 Request::Park => {
+                    crate::failpoint::hit(crate::failpoint::Site::BeforeParkCas);
                     // AcqRel: Release publishes the saved sp to the waker's
                     // Acquire load; Acquire sees a NOTIFIED waker's writes.
                     match a
                         .state
                         .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
                     {
-                        Ok(_) => Next::Find, // the waker's registration holds it now
+                        Ok(_) => {
+                            // The waker's registration holds it now.
+                            crate::failpoint::hit(crate::failpoint::Site::AfterParkCas);
+                            Next::Find
+                        }
                         Err(s) => {
                             debug_assert_eq!(s, NOTIFIED);
                             a.state.store(RUNNING, Ordering::Relaxed);
