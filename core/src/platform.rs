@@ -208,6 +208,27 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
         None
     }
 
+    /// Deterministic testing: `true` only in a port whose
+    /// [`pick`](Platform::pick) and [`turn_point`](Platform::turn_point)
+    /// carry a seeded schedule (`smarm-sim`). Real ports keep the default
+    /// `false`, and core's calls to both compile away.
+    const SEEDED_SCHEDULE: bool = false;
+
+    /// Deterministic testing: which of `n` (>= 1) runnable actors a worker
+    /// runs next, as an index into its run queue's FIFO order. Called by
+    /// core only when [`SEEDED_SCHEDULE`](Platform::SEEDED_SCHEDULE) is set.
+    fn pick(n: usize) -> usize {
+        let _ = n;
+        0
+    }
+
+    /// Deterministic testing: called by a worker at the start of every
+    /// turn (between actors, holding no lock, no half-done operation), a
+    /// point where a seeded port may run another of its threads first.
+    /// Called by core only when
+    /// [`SEEDED_SCHEDULE`](Platform::SEEDED_SCHEDULE) is set.
+    fn turn_point() {}
+
     /// Runs `f`, stopping any panic that unwinds out of it.
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload>;
     /// Starts unwinding with `payload` without calling the panic hook.

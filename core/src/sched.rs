@@ -980,6 +980,9 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // SAFETY: `ctx` is ours (caller contract).
         let (index, streak) = unsafe { ((*ctx).index, &mut (*ctx).streak) };
         let me = &self.core.workers[index];
+        if P::SEEDED_SCHEDULE {
+            self.seeded_pick(me);
+        }
         if *streak < self.run_next_cap() {
             if let Some(a) = Self::take_slot(&me.run_next) {
                 *streak += 1;
@@ -1017,6 +1020,30 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             }
         }
         None
+    }
+
+    /// Deterministic testing: lets the platform's seeded policy choose the
+    /// next actor. The worker's run-next actor joins the queue's tail, then
+    /// the queue rotates by `P::pick(len)` (the skipped actors re-queue in
+    /// order), so the usual pop below takes the chosen one. O(queue) per
+    /// turn; only a seeded port (one worker thread running at a time, so
+    /// the rotation is not raced) compiles it in.
+    #[cold]
+    fn seeded_pick(&self, me: &WorkerShared) {
+        if let Some(a) = Self::take_slot(&me.run_next) {
+            me.counters.enqueued(1);
+            self.queue.push(a);
+        }
+        let n = self.queue.len();
+        if n < 2 {
+            return;
+        }
+        for _ in 0..P::pick(n) % n {
+            match self.queue.pop() {
+                Some(a) => self.queue.push(a),
+                None => break,
+            }
+        }
     }
 
     #[inline]
@@ -1458,6 +1485,9 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
                 (*ctxp).timer_turns = TIMER_CHECK_TURNS;
                 shared.fire_timers(w);
             }
+        }
+        if P::SEEDED_SCHEDULE {
+            P::turn_point();
         }
         let (a, inherit) = match mem::replace(&mut next, Next::Find) {
             Next::Run(a) => (a, true),

@@ -1,0 +1,560 @@
+//! The simulated machine: a baton that exactly one of the world's threads
+//! holds at a time, a seeded policy that decides who gets it next, and a
+//! virtual clock.
+//!
+//! # Model
+//!
+//! A *world* is entered by [`crate::run`] on the calling thread (the root,
+//! participant 0). Every thread the runtime starts through
+//! `Platform::spawn_thread` while its caller is a participant joins the
+//! world (workers, blocking-call spares, the long-hold monitor). Only the
+//! thread holding the baton (`State::running`) runs; the others wait on
+//! their own condition variable. The baton moves only at the port's
+//! scheduling points:
+//!
+//! - a futex wait (the thread blocks; a waker or a deadline makes it
+//!   runnable again),
+//! - a futex wake, `yield_thread`, `turn_point` (every scheduler turn), a
+//!   thread start, a failpoint (feature `failpoints`): the policy picks any
+//!   runnable thread, possibly the same one,
+//! - a thread join and a thread's end.
+//!
+//! Each decision draws from one splitmix64 stream seeded by the world's
+//! seed and is folded into a trace hash, so the same seed replays the same
+//! interleaving and the same trace (given a program that does not consult
+//! real time, addresses or its own OS threads).
+//!
+//! # Time
+//!
+//! The clock is virtual. It starts at [`EPOCH`], advances by [`QUANTUM`] at
+//! every scheduling decision and by 1 ns per read, and jumps to the
+//! earliest deadline when every thread is blocked and some wait has one. So
+//! a one-hour `sleep` takes no real time, and timeouts fire exactly when the
+//! program has nothing else to do.
+//!
+//! # Deadlock
+//!
+//! Every thread blocked, none with a deadline, and no wake from outside the
+//! world within [`DEADLOCK_GRACE`] of real time: that is a lost wake-up or a
+//! deadlock. The port prints every thread's state and the seed, and aborts
+//! (a hang would only time out later, with less to say).
+//!
+//! # Outside threads
+//!
+//! A thread that is not a participant (one the program started itself, or
+//! a thread of another test) still works: its waits are real futex waits
+//! (deadlines converted from the virtual clock), its wakes reach the
+//! world's blocked threads. It makes the run nondeterministic, not wrong.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use smarm_core::{Futex, Platform};
+
+use crate::Host;
+
+/// Virtual time at a world's start (ns). Not zero, so "no deadline yet"
+/// sentinels and saturating subtractions in the runtime behave as on a
+/// machine that has been up for a while.
+pub const EPOCH: u64 = 1_000_000_000;
+/// Virtual nanoseconds per scheduling decision.
+pub const QUANTUM: u64 = 1_000;
+/// Real time every thread may stay blocked (with no deadline) before the
+/// world is declared deadlocked.
+pub const DEADLOCK_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Runnable,
+    /// In a futex wait on the word at this address.
+    Blocked {
+        word: usize,
+        deadline: Option<u64>,
+    },
+    /// Joining participant `.0`.
+    Joining(usize),
+    Done,
+}
+
+struct Part {
+    status: Status,
+    cv: Arc<Condvar>,
+    name: String,
+}
+
+/// What a world did: returned by [`crate::run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Report {
+    /// The seed the world ran with.
+    pub seed: u64,
+    /// Scheduling decisions (thread picks).
+    pub decisions: u64,
+    /// Decisions that moved the baton to another thread.
+    pub handoffs: u64,
+    /// Next-actor picks made for the scheduler (`Platform::pick`).
+    pub picks: u64,
+    /// Times the clock jumped to a deadline because every thread was blocked.
+    pub jumps: u64,
+    /// Threads that took part (the root included).
+    pub threads: u64,
+    /// Virtual nanoseconds that passed.
+    pub virtual_ns: u64,
+    /// Failpoints reached by the world's threads (feature `failpoints`):
+    /// each is a scheduling decision too.
+    pub failpoints: u64,
+    /// A hash of every decision in order: equal seeds give equal traces.
+    pub trace: u64,
+}
+
+struct State {
+    /// The world's generation; 0 before the first world.
+    gen: u64,
+    /// A world is running (between `enter` and `leave`).
+    active: bool,
+    rng: u64,
+    clock: u64,
+    running: Option<usize>,
+    parts: Vec<Part>,
+    report: Report,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    gen: 0,
+    active: false,
+    rng: 0,
+    clock: 0,
+    running: None,
+    parts: Vec::new(),
+    report: Report {
+        seed: 0,
+        decisions: 0,
+        handoffs: 0,
+        picks: 0,
+        jumps: 0,
+        threads: 0,
+        virtual_ns: 0,
+        failpoints: 0,
+        trace: 0,
+    },
+});
+
+/// One world at a time per process: tests that run worlds in parallel
+/// threads take turns here.
+static GATE: Mutex<bool> = Mutex::new(false);
+static GATE_CV: Condvar = Condvar::new();
+
+thread_local! {
+    /// (world generation, participant id) of the calling thread.
+    static ME: Cell<(u64, usize)> = const { Cell::new((0, usize::MAX)) };
+}
+
+type Guard = MutexGuard<'static, State>;
+
+fn lock() -> Guard {
+    // A panic never happens with the lock held (no code under it can
+    // panic but the deadlock report, which aborts), so poison carries no
+    // broken invariant: take the guard.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl State {
+    /// The caller's participant id, if it takes part in the running world.
+    fn me(&self) -> Option<usize> {
+        let (gen, pid) = ME.with(|c| c.get());
+        (self.active && gen == self.gen).then_some(pid)
+    }
+
+    /// splitmix64.
+    fn next_u64(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A draw in `[0, n)` (`n >= 1`), folded into the trace.
+    fn below(&mut self, n: usize) -> usize {
+        let v = (self.next_u64() % n as u64) as usize;
+        self.report.trace = (self.report.trace ^ (v as u64 + 1)).wrapping_mul(0x0000_0100_0000_01B3);
+        v
+    }
+
+    /// Picks the next thread to run among the runnable ones; when none is,
+    /// jumps the clock to the earliest deadline and wakes those whose
+    /// deadline it reached. `None`: every thread is blocked for good.
+    fn pick_next(&mut self) -> Option<usize> {
+        let mut runnable: Vec<usize> = (0..self.parts.len())
+            .filter(|&p| self.parts[p].status == Status::Runnable)
+            .collect();
+        if runnable.is_empty() {
+            let earliest = self
+                .parts
+                .iter()
+                .filter_map(|p| match p.status {
+                    Status::Blocked { deadline, .. } => deadline,
+                    _ => None,
+                })
+                .min()?;
+            self.clock = self.clock.max(earliest);
+            self.report.jumps += 1;
+            let now = self.clock;
+            for (i, p) in self.parts.iter_mut().enumerate() {
+                if let Status::Blocked {
+                    deadline: Some(d), ..
+                } = p.status
+                {
+                    if d <= now {
+                        p.status = Status::Runnable;
+                        runnable.push(i);
+                    }
+                }
+            }
+        }
+        self.clock += QUANTUM;
+        self.report.decisions += 1;
+        let i = self.below(runnable.len());
+        Some(runnable[i])
+    }
+
+    /// Gives the baton to `next` (waking its thread) if that is not `me`.
+    fn hand(&mut self, me: Option<usize>, next: Option<usize>) {
+        self.running = next;
+        if let Some(n) = next {
+            if Some(n) != me {
+                self.report.handoffs += 1;
+                self.parts[n].cv.notify_one();
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        for (i, p) in self.parts.iter().enumerate() {
+            s.push_str(&format!("  thread {i} {:?}: {:?}\n", p.name, p.status));
+        }
+        s
+    }
+}
+
+/// Waits until the baton comes back to `me` (or the world ends). Declares a
+/// deadlock when nobody holds it for [`DEADLOCK_GRACE`].
+fn wait_turn(mut g: Guard, me: usize) -> Guard {
+    let cv = g.parts[me].cv.clone();
+    let mut idle = Duration::ZERO;
+    let step = Duration::from_millis(250);
+    while g.active && g.running != Some(me) {
+        let (g2, t) = cv.wait_timeout(g, step).unwrap_or_else(|e| e.into_inner());
+        g = g2;
+        if t.timed_out() && g.active && g.running.is_none() {
+            idle += step;
+            if idle >= DEADLOCK_GRACE {
+                deadlock(&g);
+            }
+        } else {
+            idle = Duration::ZERO;
+        }
+    }
+    g
+}
+
+#[cold]
+fn deadlock(g: &State) -> ! {
+    let msg = format!(
+        "smarm-sim: deadlock: every thread is blocked, none has a deadline, and nothing woke \
+         one for {:?} (a lost wake-up, or a program waiting on itself).\n  seed {} \
+         (replay: SMARM_SIM_SEED={}), decision {}, virtual time {} ns\n{}",
+        DEADLOCK_GRACE,
+        g.report.seed,
+        g.report.seed,
+        g.report.decisions,
+        g.clock - EPOCH,
+        g.describe()
+    );
+    <Host as Platform>::abort(&msg)
+}
+
+/// A scheduling point of a running participant: the policy may run
+/// another thread first.
+fn yield_point(mut g: Guard, me: usize) {
+    let next = g.pick_next();
+    g.hand(Some(me), next);
+    if next != Some(me) {
+        drop(wait_turn(g, me));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Entering and leaving
+// ---------------------------------------------------------------------------
+
+/// Makes the calling thread the root of a new world seeded with `seed`
+/// (waiting for another thread's world to end first).
+pub(crate) fn enter(seed: u64) {
+    {
+        let mut busy = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy {
+            busy = GATE_CV.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy = true;
+    }
+    let mut g = lock();
+    g.gen += 1;
+    g.active = true;
+    g.rng = seed ^ 0x5EED_5EED_5EED_5EED;
+    g.clock = EPOCH;
+    g.running = Some(0);
+    g.parts.clear();
+    g.parts.push(Part {
+        status: Status::Runnable,
+        cv: Arc::new(Condvar::new()),
+        name: "root".into(),
+    });
+    g.report = Report {
+        seed,
+        ..Report::default()
+    };
+    let gen = g.gen;
+    ME.with(|c| c.set((gen, 0)));
+}
+
+/// Ends the world entered on this thread and returns its report. Threads
+/// of the world still running (a runtime leaked past the end) carry on as
+/// plain threads.
+pub(crate) fn leave() -> Report {
+    let report = {
+        let mut g = lock();
+        let mut r = g.report;
+        r.threads = g.parts.len() as u64;
+        r.virtual_ns = g.clock - EPOCH;
+        g.active = false;
+        g.running = None;
+        for p in &g.parts {
+            p.cv.notify_all();
+        }
+        r
+    };
+    ME.with(|c| c.set((0, usize::MAX)));
+    *GATE.lock().unwrap_or_else(|e| e.into_inner()) = false;
+    GATE_CV.notify_one();
+    report
+}
+
+/// Whether the calling thread runs inside a world.
+pub(crate) fn in_world() -> bool {
+    lock().me().is_some()
+}
+
+// ---------------------------------------------------------------------------
+// The platform's operations
+// ---------------------------------------------------------------------------
+
+pub(crate) fn now_ns() -> u64 {
+    let mut g = lock();
+    if g.active {
+        g.clock += 1;
+        g.clock
+    } else {
+        drop(g);
+        <Host as Platform>::now_ns()
+    }
+}
+
+pub(crate) fn wait(word: &AtomicU32, expected: u32, deadline: Option<u64>) {
+    let mut g = lock();
+    let Some(me) = g.me() else {
+        // An outside thread: a real wait, its deadline moved onto the real
+        // clock.
+        let real = match (g.active, deadline) {
+            (true, Some(d)) => Some(<Host as Platform>::now_ns().saturating_add(d.saturating_sub(g.clock))),
+            (_, d) => d,
+        };
+        drop(g);
+        return <Host as Futex>::wait(word, expected, real);
+    };
+    // SeqCst: the baton's mutex already orders every participant's
+    // accesses; an outside waker's store is ordered by its own wake, which
+    // takes the same mutex after storing.
+    if word.load(Ordering::SeqCst) != expected || deadline.is_some_and(|d| d <= g.clock) {
+        return;
+    }
+    g.parts[me].status = Status::Blocked {
+        word: word.as_ptr() as usize,
+        deadline,
+    };
+    let next = g.pick_next();
+    g.hand(Some(me), next);
+    if next != Some(me) {
+        drop(wait_turn(g, me));
+    }
+}
+
+pub(crate) fn wake(word: &AtomicU32, all: bool) {
+    // Outside threads may wait on the word too: a real wake for them.
+    if all {
+        <Host as Futex>::wake_all(word);
+    } else {
+        <Host as Futex>::wake_one(word);
+    }
+    let mut g = lock();
+    if !g.active {
+        return;
+    }
+    let addr = word.as_ptr() as usize;
+    let waiters: Vec<usize> = (0..g.parts.len())
+        .filter(|&p| matches!(g.parts[p].status, Status::Blocked { word, .. } if word == addr))
+        .collect();
+    if !waiters.is_empty() {
+        if all {
+            for p in waiters {
+                g.parts[p].status = Status::Runnable;
+            }
+        } else {
+            let i = g.below(waiters.len());
+            g.parts[waiters[i]].status = Status::Runnable;
+        }
+    }
+    match g.me() {
+        Some(me) => yield_point(g, me),
+        None => {
+            // An outside waker: if the world was stuck, it runs again.
+            if g.running.is_none() {
+                let next = g.pick_next();
+                g.hand(None, next);
+            }
+        }
+    }
+}
+
+/// `yield_thread`, `turn_point`, a failpoint: a scheduling point for a
+/// participant; an outside thread just yields its CPU (if asked to).
+pub(crate) fn switch_point(os_yield: bool) {
+    let g = lock();
+    match g.me() {
+        Some(me) => yield_point(g, me),
+        None => {
+            drop(g);
+            if os_yield {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// A failpoint reached: a scheduling point for a participant, counted.
+#[cfg(feature = "failpoints")]
+pub(crate) fn failpoint() {
+    let mut g = lock();
+    if let Some(me) = g.me() {
+        g.report.failpoints += 1;
+        yield_point(g, me);
+    }
+}
+
+/// A next-actor choice for the scheduler: a draw in `[0, n)`; 0 outside a
+/// world.
+pub(crate) fn pick(n: usize) -> usize {
+    let mut g = lock();
+    if g.me().is_none() || n == 0 {
+        return 0;
+    }
+    g.report.picks += 1;
+    g.below(n)
+}
+
+/// A thread started for the runtime.
+pub struct SimThread {
+    /// Participant id in the world it joined (`None`: a plain thread).
+    pid: Option<(u64, usize)>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+/// Runs `f` in its drop: a participant's end, even if `f` panics.
+struct ExitGuard(u64, usize);
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let mut g = lock();
+        if !g.active || g.gen != self.0 {
+            return;
+        }
+        let me = self.1;
+        g.parts[me].status = Status::Done;
+        for p in 0..g.parts.len() {
+            if g.parts[p].status == Status::Joining(me) {
+                g.parts[p].status = Status::Runnable;
+            }
+        }
+        if g.running == Some(me) {
+            let next = g.pick_next();
+            g.hand(Some(me), next);
+        }
+    }
+}
+
+pub(crate) fn spawn(name: String, stack: usize, f: Box<dyn FnOnce() + Send>) -> std::io::Result<SimThread> {
+    let mut g = lock();
+    let Some(me) = g.me() else {
+        drop(g);
+        let handle = std::thread::Builder::new()
+            .name(name)
+            .stack_size(stack)
+            .spawn(f)?;
+        return Ok(SimThread { pid: None, handle });
+    };
+    let pid = g.parts.len();
+    let gen = g.gen;
+    g.parts.push(Part {
+        status: Status::Runnable,
+        cv: Arc::new(Condvar::new()),
+        name: name.clone(),
+    });
+    drop(g);
+    let spawned = std::thread::Builder::new()
+        .name(name)
+        .stack_size(stack)
+        .spawn(move || {
+            ME.with(|c| c.set((gen, pid)));
+            let _exit = ExitGuard(gen, pid);
+            drop(wait_turn(lock(), pid));
+            f();
+        });
+    match spawned {
+        Ok(handle) => {
+            // Starting a thread is a scheduling point: it may run first.
+            yield_point(lock(), me);
+            Ok(SimThread {
+                pid: Some((gen, pid)),
+                handle,
+            })
+        }
+        Err(e) => {
+            let mut g = lock();
+            if g.gen == gen {
+                g.parts[pid].status = Status::Done;
+            }
+            Err(e)
+        }
+    }
+}
+
+pub(crate) fn join(t: SimThread) {
+    if let Some((gen, pid)) = t.pid {
+        let mut g = lock();
+        if let Some(me) = g.me() {
+            if g.gen == gen && g.parts[pid].status != Status::Done {
+                g.parts[me].status = Status::Joining(pid);
+                let next = g.pick_next();
+                g.hand(Some(me), next);
+                if next != Some(me) {
+                    drop(wait_turn(g, me));
+                }
+            }
+        }
+    }
+    // The thread has marked itself done (or is a plain thread): its OS
+    // thread ends promptly.
+    let _ = t.handle.join();
+}
