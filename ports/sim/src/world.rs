@@ -39,6 +39,13 @@
 //! deadlock. The port prints every thread's state and the seed, and aborts
 //! (a hang would only time out later, with less to say).
 //!
+//! # Implicit worlds
+//!
+//! With `SMARM_SIM_SEED=S` in the environment, a thread in no world that
+//! builds a runtime becomes the root of a world seeded with `S`, left when
+//! it has joined all of the world's threads (the runtime's drop). So an
+//! unchanged test suite, built against this port, runs simulated.
+//!
 //! # Outside threads
 //!
 //! A thread that is not a participant (one the program started itself, or
@@ -342,6 +349,75 @@ pub(crate) fn leave() -> Report {
     report
 }
 
+/// The seed of implicit worlds: `SMARM_SIM_SEED` from the environment.
+fn implicit_seed() -> Option<u64> {
+    static SEED: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *SEED.get_or_init(|| {
+        std::env::var("SMARM_SIM_SEED")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// Leaves the implicit world this thread is the root of, if it still runs,
+/// when the thread ends.
+struct ImplicitRoot(Cell<u64>);
+
+impl Drop for ImplicitRoot {
+    fn drop(&mut self) {
+        let gen = self.0.get();
+        let live = {
+            let g = lock();
+            gen != 0 && g.active && g.gen == gen
+        };
+        if live {
+            leave();
+        }
+    }
+}
+
+thread_local! {
+    /// The generation of the implicit world this thread is the root of (0:
+    /// none).
+    static IMPLICIT: ImplicitRoot = const { ImplicitRoot(Cell::new(0)) };
+}
+
+/// With `SMARM_SIM_SEED` set, a thread that is in no world and starts a
+/// runtime thread becomes the root of a new world (an *implicit* world: so
+/// unchanged programs and tests run simulated). It ends when the root has
+/// joined every thread of the world (the runtime's drop does).
+fn maybe_enter_implicit() {
+    let Some(seed) = implicit_seed() else { return };
+    if lock().me().is_some() {
+        return;
+    }
+    enter(seed);
+    let gen = lock().gen;
+    IMPLICIT.with(|r| r.0.set(gen));
+}
+
+/// After a join: an implicit root whose threads have all ended leaves.
+fn maybe_leave_implicit() {
+    let gen = IMPLICIT.with(|r| r.0.get());
+    if gen == 0 {
+        return;
+    }
+    {
+        let g = lock();
+        if g.active && g.gen == gen && g.parts.iter().skip(1).any(|p| p.status != Status::Done) {
+            return;
+        }
+    }
+    IMPLICIT.with(|r| r.0.set(0));
+    let live = {
+        let g = lock();
+        g.active && g.gen == gen
+    };
+    if live {
+        leave();
+    }
+}
+
 /// Whether the calling thread runs inside a world.
 pub(crate) fn in_world() -> bool {
     lock().me().is_some()
@@ -495,6 +571,7 @@ impl Drop for ExitGuard {
 }
 
 pub(crate) fn spawn(name: String, stack: usize, f: Box<dyn FnOnce() + Send>) -> std::io::Result<SimThread> {
+    maybe_enter_implicit();
     let mut g = lock();
     let Some(me) = g.me() else {
         drop(g);
@@ -557,4 +634,5 @@ pub(crate) fn join(t: SimThread) {
     // The thread has marked itself done (or is a plain thread): its OS
     // thread ends promptly.
     let _ = t.handle.join();
+    maybe_leave_implicit();
 }
