@@ -2,11 +2,17 @@
 //! re-exported here as `smarm` (test files: `use smarm_tests::smarm;`).
 //! Test files are named by subsystem (`rt_*.rs`, `mailbox_*.rs`, ...).
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "sim")))]
 pub use smarm_linux as smarm;
 
-#[cfg(target_vendor = "apple")]
+#[cfg(all(target_vendor = "apple", not(feature = "sim")))]
 pub use smarm_darwin as smarm;
+
+/// With the `sim` feature the suite runs on the deterministic port
+/// (`scripts/sim-seeds.sh` runs it over many seeds: `SMARM_SIM_SEED=S`
+/// makes each test's runtime a simulated machine seeded with `S`).
+#[cfg(feature = "sim")]
+pub use smarm_sim as smarm;
 
 use std::sync::mpsc;
 use std::time::Duration;

@@ -65,7 +65,7 @@ use smarm_core::{Arch, EntryFn, Futex, PanicPayload, Platform, RawStack, ThreadE
 
 mod world;
 
-pub use world::{Report, SimThread, DEADLOCK_GRACE, EPOCH, QUANTUM};
+pub use world::{Report, SimThread, ABANDON_AFTER, DEADLOCK_GRACE, EPOCH, QUANTUM};
 
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
@@ -188,6 +188,7 @@ unsafe impl Platform for Sim {
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
+        install_failpoint_hook();
         world::spawn(name, THREAD_STACK, f).map_err(|e| ThreadError {
             message: e.to_string(),
         })
@@ -253,36 +254,45 @@ smarm_core::port_api!(Sim);
 /// thread waits). A panic in `f` propagates after the world is left.
 pub fn run<R>(seed: u64, f: impl FnOnce() -> R) -> (R, Report) {
     /// Leaves the world if `f` unwinds.
-    struct Leave(bool);
+    struct Leave(Option<u64>);
     impl Drop for Leave {
         fn drop(&mut self) {
-            if self.0 {
-                hooks(false);
-                world::leave();
+            if let Some(gen) = self.0 {
+                world::leave(gen);
             }
         }
     }
-    world::enter(seed);
-    hooks(true);
-    let mut guard = Leave(true);
+    install_failpoint_hook();
+    let gen = world::enter(seed, true);
+    let mut guard = Leave(Some(gen));
     let r = f();
-    guard.0 = false;
-    hooks(false);
-    (r, world::leave())
+    guard.0 = None;
+    (r, world::leave(gen))
 }
 
-/// Installs (or removes) the failpoint hook for the world's duration.
-fn hooks(on: bool) {
+/// Installs the failpoint hook once per process: it acts only on the
+/// threads of a world (a no-op elsewhere), so it can stay.
+fn install_failpoint_hook() {
     #[cfg(feature = "failpoints")]
-    smarm_core::failpoint::set_hook(on.then_some(failpoint_hook as fn(smarm_core::failpoint::Site)));
-    #[cfg(not(feature = "failpoints"))]
-    let _ = on;
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            smarm_core::failpoint::set_hook(Some(failpoint_hook));
+        });
+    }
 }
 
 /// Core's failpoints are scheduling points of the simulation.
 #[cfg(feature = "failpoints")]
 fn failpoint_hook(_site: smarm_core::failpoint::Site) {
     world::failpoint()
+}
+
+/// A scheduling point: inside a simulated machine the policy may run
+/// another of its threads first; elsewhere the OS thread yields. For code
+/// that waits on the runtime by spinning (a test's `eventually` loop).
+pub fn yield_thread() {
+    <Sim as Platform>::yield_thread()
 }
 
 /// Whether the calling thread runs inside a simulated machine.

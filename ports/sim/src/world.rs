@@ -26,7 +26,8 @@
 //!
 //! # Time
 //!
-//! The clock is virtual. It starts at [`EPOCH`], advances by [`QUANTUM`] at
+//! In a world entered with [`crate::run`] the clock is virtual (an implicit
+//! world, below, keeps the host's real clock). It starts at [`EPOCH`], advances by [`QUANTUM`] at
 //! every scheduling decision and by 1 ns per read, and jumps to the
 //! earliest deadline when every thread is blocked and some wait has one. So
 //! a one-hour `sleep` takes no real time, and timeouts fire exactly when the
@@ -120,6 +121,9 @@ struct State {
     gen: u64,
     /// A world is running (between `enter` and `leave`).
     active: bool,
+    /// The world has a root participant (an explicit `run`); an implicit
+    /// world's creator stays an outside thread.
+    rooted: bool,
     rng: u64,
     clock: u64,
     running: Option<usize>,
@@ -130,6 +134,7 @@ struct State {
 static STATE: Mutex<State> = Mutex::new(State {
     gen: 0,
     active: false,
+    rooted: false,
     rng: 0,
     clock: 0,
     running: None,
@@ -148,9 +153,15 @@ static STATE: Mutex<State> = Mutex::new(State {
 });
 
 /// One world at a time per process: tests that run worlds in parallel
-/// threads take turns here.
-static GATE: Mutex<bool> = Mutex::new(false);
+/// threads take turns here. Holds the running world's generation and when
+/// it began.
+static GATE: Mutex<Option<(u64, std::time::Instant)>> = Mutex::new(None);
 static GATE_CV: Condvar = Condvar::new();
+
+/// Real time a world may keep others waiting to enter before it is
+/// abandoned (a test that overran its own timeout and left its runtime
+/// behind): its threads carry on as plain threads, unsimulated.
+pub const ABANDON_AFTER: Duration = Duration::from_secs(30);
 
 thread_local! {
     /// (world generation, participant id) of the calling thread.
@@ -193,10 +204,24 @@ impl State {
     /// jumps the clock to the earliest deadline and wakes those whose
     /// deadline it reached. `None`: every thread is blocked for good.
     fn pick_next(&mut self) -> Option<usize> {
+        if !self.rooted {
+            // Real time: waits whose deadline has passed end now.
+            let now = self.now();
+            for p in self.parts.iter_mut() {
+                if matches!(p.status, Status::Blocked { deadline: Some(d), .. } if d <= now) {
+                    p.status = Status::Runnable;
+                }
+            }
+        }
         let mut runnable: Vec<usize> = (0..self.parts.len())
             .filter(|&p| self.parts[p].status == Status::Runnable)
             .collect();
         if runnable.is_empty() {
+            if !self.rooted {
+                // Real time does not jump: the blocked threads' own timed
+                // waits take the baton when their deadlines pass.
+                return None;
+            }
             let earliest = self
                 .parts
                 .iter()
@@ -226,6 +251,18 @@ impl State {
         Some(runnable[i])
     }
 
+    /// The world's time: virtual in a rooted world, the host's real clock
+    /// in an implicit one (its creator is an outside thread whose timing no
+    /// virtual clock could follow: a jump would fire a timeout before the
+    /// creator's message arrives).
+    fn now(&self) -> u64 {
+        if self.rooted {
+            self.clock
+        } else {
+            <Host as Platform>::now_ns()
+        }
+    }
+
     /// Gives the baton to `next` (waking its thread) if that is not `me`.
     fn hand(&mut self, me: Option<usize>, next: Option<usize>) {
         self.running = next;
@@ -253,9 +290,30 @@ fn wait_turn(mut g: Guard, me: usize) -> Guard {
     let mut idle = Duration::ZERO;
     let step = Duration::from_millis(250);
     while g.active && g.running != Some(me) {
-        let (g2, t) = cv.wait_timeout(g, step).unwrap_or_else(|e| e.into_inner());
+        let mut wait = step;
+        if !g.rooted {
+            // Real time: our own deadline ends our wait, and a runnable
+            // thread takes the baton if nobody holds it.
+            let now = g.now();
+            if let Status::Blocked {
+                deadline: Some(d), ..
+            } = g.parts[me].status
+            {
+                if d <= now {
+                    g.parts[me].status = Status::Runnable;
+                } else {
+                    wait = wait.min(Duration::from_nanos(d - now));
+                }
+            }
+            if g.running.is_none() && g.parts[me].status == Status::Runnable {
+                g.report.decisions += 1;
+                g.running = Some(me);
+                break;
+            }
+        }
+        let (g2, t) = cv.wait_timeout(g, wait).unwrap_or_else(|e| e.into_inner());
         g = g2;
-        if t.timed_out() && g.active && g.running.is_none() {
+        if t.timed_out() && g.active && g.rooted && g.running.is_none() {
             idle += step;
             if idle >= DEADLOCK_GRACE {
                 deadlock(&g);
@@ -298,41 +356,78 @@ fn yield_point(mut g: Guard, me: usize) {
 // ---------------------------------------------------------------------------
 
 /// Makes the calling thread the root of a new world seeded with `seed`
-/// (waiting for another thread's world to end first).
-pub(crate) fn enter(seed: u64) {
-    {
-        let mut busy = GATE.lock().unwrap_or_else(|e| e.into_inner());
-        while *busy {
-            busy = GATE_CV.wait(busy).unwrap_or_else(|e| e.into_inner());
+/// (waiting for another thread's world to end first). Without `root` the
+/// caller stays outside (an implicit world): the world's first thread is
+/// the first one it starts.
+pub(crate) fn enter(seed: u64, root: bool) -> u64 {
+    let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+    while let Some((gen, since)) = *gate {
+        if since.elapsed() >= ABANDON_AFTER {
+            abandon(gen);
+            *gate = None;
+            break;
         }
-        *busy = true;
+        gate = GATE_CV
+            .wait_timeout(gate, Duration::from_millis(500))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
     }
     let mut g = lock();
     g.gen += 1;
+    *gate = Some((g.gen, std::time::Instant::now()));
+    drop(gate);
     g.active = true;
+    g.rooted = root;
     g.rng = seed ^ 0x5EED_5EED_5EED_5EED;
     g.clock = EPOCH;
-    g.running = Some(0);
     g.parts.clear();
-    g.parts.push(Part {
-        status: Status::Runnable,
-        cv: Arc::new(Condvar::new()),
-        name: "root".into(),
-    });
     g.report = Report {
         seed,
         ..Report::default()
     };
-    let gen = g.gen;
-    ME.with(|c| c.set((gen, 0)));
+    if root {
+        g.running = Some(0);
+        g.parts.push(Part {
+            status: Status::Runnable,
+            cv: Arc::new(Condvar::new()),
+            name: "root".into(),
+        });
+        let gen = g.gen;
+        ME.with(|c| c.set((gen, 0)));
+    } else {
+        g.running = None;
+    }
+    g.gen
+}
+
+/// Ends world `gen` without its creator (see [`ABANDON_AFTER`]).
+#[cold]
+fn abandon(gen: u64) {
+    let mut g = lock();
+    if g.active && g.gen == gen {
+        eprintln!(
+            "smarm-sim: abandoning the world of seed {} after {:?}: a test overran its time and \
+             left it running; its threads go on unsimulated",
+            g.report.seed, ABANDON_AFTER
+        );
+        g.active = false;
+        g.running = None;
+        for p in &g.parts {
+            p.cv.notify_all();
+        }
+    }
 }
 
 /// Ends the world entered on this thread and returns its report. Threads
 /// of the world still running (a runtime leaked past the end) carry on as
 /// plain threads.
-pub(crate) fn leave() -> Report {
+pub(crate) fn leave(gen: u64) -> Report {
     let report = {
         let mut g = lock();
+        if !(g.active && g.gen == gen) {
+            // Abandoned meanwhile: another world may run now.
+            return Report::default();
+        }
         let mut r = g.report;
         r.threads = g.parts.len() as u64;
         r.virtual_ns = g.clock - EPOCH;
@@ -344,8 +439,12 @@ pub(crate) fn leave() -> Report {
         r
     };
     ME.with(|c| c.set((0, usize::MAX)));
-    *GATE.lock().unwrap_or_else(|e| e.into_inner()) = false;
-    GATE_CV.notify_one();
+    let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+    if gate.is_some_and(|(g, _)| g == gen) {
+        *gate = None;
+    }
+    drop(gate);
+    GATE_CV.notify_all();
     report
 }
 
@@ -371,7 +470,7 @@ impl Drop for ImplicitRoot {
             gen != 0 && g.active && g.gen == gen
         };
         if live {
-            leave();
+            leave(gen);
         }
     }
 }
@@ -382,17 +481,27 @@ thread_local! {
     static IMPLICIT: ImplicitRoot = const { ImplicitRoot(Cell::new(0)) };
 }
 
+/// Whether the caller created the running implicit world.
+fn is_creator(g: &State) -> bool {
+    g.active && IMPLICIT.with(|r| r.0.get()) == g.gen
+}
+
 /// With `SMARM_SIM_SEED` set, a thread that is in no world and starts a
-/// runtime thread becomes the root of a new world (an *implicit* world: so
-/// unchanged programs and tests run simulated). It ends when the root has
-/// joined every thread of the world (the runtime's drop does).
+/// runtime thread creates a new world (an *implicit* world: so unchanged
+/// programs and tests run simulated). The creator itself stays an outside
+/// thread (its own waits and spins are the OS's), so a test body that
+/// busy-waits on the runtime cannot hold the baton; everything the
+/// runtime's threads do is seeded. The world ends when its creator has
+/// joined every thread of it (the runtime's drop does).
 fn maybe_enter_implicit() {
     let Some(seed) = implicit_seed() else { return };
-    if lock().me().is_some() {
-        return;
+    {
+        let g = lock();
+        if g.me().is_some() || is_creator(&g) {
+            return;
+        }
     }
-    enter(seed);
-    let gen = lock().gen;
+    let gen = enter(seed, false);
     IMPLICIT.with(|r| r.0.set(gen));
 }
 
@@ -404,7 +513,7 @@ fn maybe_leave_implicit() {
     }
     {
         let g = lock();
-        if g.active && g.gen == gen && g.parts.iter().skip(1).any(|p| p.status != Status::Done) {
+        if g.active && g.gen == gen && g.parts.iter().any(|p| p.status != Status::Done) {
             return;
         }
     }
@@ -414,7 +523,7 @@ fn maybe_leave_implicit() {
         g.active && g.gen == gen
     };
     if live {
-        leave();
+        leave(gen);
     }
 }
 
@@ -429,7 +538,7 @@ pub(crate) fn in_world() -> bool {
 
 pub(crate) fn now_ns() -> u64 {
     let mut g = lock();
-    if g.active {
+    if g.active && g.rooted {
         g.clock += 1;
         g.clock
     } else {
@@ -443,7 +552,7 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32, deadline: Option<u64>) {
     let Some(me) = g.me() else {
         // An outside thread: a real wait, its deadline moved onto the real
         // clock.
-        let real = match (g.active, deadline) {
+        let real = match (g.active && g.rooted, deadline) {
             (true, Some(d)) => Some(<Host as Platform>::now_ns().saturating_add(d.saturating_sub(g.clock))),
             (_, d) => d,
         };
@@ -453,7 +562,7 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32, deadline: Option<u64>) {
     // SeqCst: the baton's mutex already orders every participant's
     // accesses; an outside waker's store is ordered by its own wake, which
     // takes the same mutex after storing.
-    if word.load(Ordering::SeqCst) != expected || deadline.is_some_and(|d| d <= g.clock) {
+    if word.load(Ordering::SeqCst) != expected || deadline.is_some_and(|d| d <= g.now()) {
         return;
     }
     g.parts[me].status = Status::Blocked {
@@ -537,7 +646,15 @@ pub(crate) fn pick(n: usize) -> usize {
         return 0;
     }
     g.report.picks += 1;
-    g.below(n)
+    // Half the picks take the queue's head, half any actor: uniform picks
+    // alone would starve a spawner among thousands of yielding actors (a
+    // turn every n), making big scenarios quadratic.
+    let head = g.below(2) == 0;
+    if head {
+        0
+    } else {
+        g.below(n)
+    }
 }
 
 /// A thread started for the runtime.
@@ -573,14 +690,15 @@ impl Drop for ExitGuard {
 pub(crate) fn spawn(name: String, stack: usize, f: Box<dyn FnOnce() + Send>) -> std::io::Result<SimThread> {
     maybe_enter_implicit();
     let mut g = lock();
-    let Some(me) = g.me() else {
+    let me = g.me();
+    if me.is_none() && !is_creator(&g) {
         drop(g);
         let handle = std::thread::Builder::new()
             .name(name)
             .stack_size(stack)
             .spawn(f)?;
         return Ok(SimThread { pid: None, handle });
-    };
+    }
     let pid = g.parts.len();
     let gen = g.gen;
     g.parts.push(Part {
@@ -600,8 +718,19 @@ pub(crate) fn spawn(name: String, stack: usize, f: Box<dyn FnOnce() + Send>) -> 
         });
     match spawned {
         Ok(handle) => {
-            // Starting a thread is a scheduling point: it may run first.
-            yield_point(lock(), me);
+            let mut g = lock();
+            match me {
+                // Starting a thread is a scheduling point: it may run first.
+                Some(me) => yield_point(g, me),
+                // The outside creator of an implicit world: if no thread of
+                // it runs, one starts now.
+                None => {
+                    if g.active && g.gen == gen && g.running.is_none() {
+                        let next = g.pick_next();
+                        g.hand(None, next);
+                    }
+                }
+            }
             Ok(SimThread {
                 pid: Some((gen, pid)),
                 handle,
