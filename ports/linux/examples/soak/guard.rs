@@ -1,0 +1,220 @@
+//! The soak's guards: the watchdog (no hang), the CPU hogs (OS preemption
+//! of workers), the failpoint hook (wider race windows) and the RSS probe.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use smarm_linux::failpoint::{self, Site};
+use smarm_linux::Runtime;
+
+// ---------------------------------------------------------------- watchdog
+
+/// Bumped on every unit of actor progress (a message received, a failed or
+/// dropped send, an actor exit): the watchdog's heartbeat.
+pub static PROGRESS: AtomicU64 = AtomicU64::new(0);
+
+/// The heartbeat now.
+pub fn progress() -> u64 {
+    // Relaxed: a heartbeat; nothing is read through it.
+    PROGRESS.load(Ordering::Relaxed)
+}
+
+/// Runs `body` with a watchdog thread beside it: if [`PROGRESS`] does not
+/// move for `secs`, the watchdog prints `what`, the runtime's dump (when one
+/// is given) and `counters()`, and exits the process with status 3. A hang
+/// fails the soak; it never blocks its caller.
+pub fn watched<R>(
+    secs: u64,
+    what: &str,
+    rt: Option<&Runtime>,
+    counters: fn() -> String,
+    body: impl FnOnce() -> R,
+) -> R {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut last = PROGRESS.load(Ordering::Relaxed);
+            let mut since = Instant::now();
+            // Relaxed: a flag and a heartbeat sampled every 50 ms; the
+            // scope's join orders everything that matters.
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                let now = PROGRESS.load(Ordering::Relaxed);
+                if now != last {
+                    last = now;
+                    since = Instant::now();
+                } else if since.elapsed() >= Duration::from_secs(secs) {
+                    eprintln!("soak: FAIL: no progress for {secs} s during {what} (hang)");
+                    if let Some(rt) = rt {
+                        eprintln!("{}", rt.dump());
+                    }
+                    eprintln!("soak: counters: {}", counters());
+                    std::process::exit(3);
+                }
+            }
+        });
+        let r = body();
+        done.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
+/// Runs `body` (a step that makes no [`PROGRESS`], such as dropping the
+/// runtime) and exits with status 3 if it takes longer than `secs`.
+pub fn deadline<R>(secs: u64, what: &str, body: impl FnOnce() -> R) -> R {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let t = Instant::now();
+            // Relaxed: as in `watched`.
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+                if t.elapsed() >= Duration::from_secs(secs) {
+                    eprintln!("soak: FAIL: {what} took over {secs} s (hang)");
+                    std::process::exit(3);
+                }
+            }
+        });
+        let r = body();
+        done.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
+// -------------------------------------------------------------------- hogs
+
+/// OS threads that spin until dropped, so the kernel preempts workers at
+/// arbitrary instructions (a worker may lose its CPU mid-protocol).
+pub struct Hogs {
+    stop: &'static AtomicBool,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl Hogs {
+    pub fn start(n: usize) -> Hogs {
+        let stop: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+        let threads = (0..n)
+            .map(|i| {
+                std::thread::Builder::new()
+                    .name(format!("soak-hog-{i}"))
+                    .spawn(move || {
+                        let mut spins = 0u64;
+                        // Relaxed: a stop flag; nothing is published with it.
+                        while !stop.load(Ordering::Relaxed) {
+                            std::hint::spin_loop();
+                            spins = spins.wrapping_add(1);
+                        }
+                        spins
+                    })
+                    .expect("hog thread")
+            })
+            .collect();
+        Hogs { stop, threads }
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        // Relaxed: see the loop.
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+// -------------------------------------------------------------- failpoints
+
+/// Hits per failpoint site, by `Site as usize`.
+pub static HITS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+/// Hits that delayed (spun or yielded).
+pub static DELAYS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static FP_RNG: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The soak's hook (see `smarm_core::failpoint`'s contract: it never calls
+/// into the runtime and never panics). One hit in 32 delays: half of those
+/// spin for up to ~4k spin hints, half `sched_yield` the OS thread, so a
+/// ring slot stays claimed-but-unpublished, a park CAS is late, a close is
+/// half done, while other workers run.
+fn hook(site: Site) {
+    // Relaxed: statistics.
+    HITS[site as usize].fetch_add(1, Ordering::Relaxed);
+    // A per-thread xorshift (the hook never switches, so the thread-local
+    // is not held across a migration).
+    let r = FP_RNG.with(|c| {
+        let mut x = c.get();
+        if x == 0 {
+            x = (c as *const Cell<u64> as u64) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.set(x);
+        x
+    });
+    if r & 31 != 0 {
+        return;
+    }
+    DELAYS.fetch_add(1, Ordering::Relaxed);
+    if r & (1 << 20) != 0 {
+        std::thread::yield_now();
+    } else {
+        for _ in 0..(r >> 40) % 4096 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+pub fn install_failpoints() {
+    failpoint::set_hook(Some(hook));
+}
+
+pub fn remove_failpoints() {
+    failpoint::set_hook(None);
+}
+
+/// Per-site hits as `name=count` pairs, and whether every site was hit.
+pub fn failpoint_report() -> (String, bool) {
+    let mut all = true;
+    let s = Site::ALL
+        .iter()
+        .map(|&site| {
+            // Relaxed: read after the runtime was dropped (threads joined).
+            let n = HITS[site as usize].load(Ordering::Relaxed);
+            all &= n > 0;
+            format!("{}={n}", site.name())
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    (s, all)
+}
+
+// --------------------------------------------------------------------- RSS
+
+/// Resident set size in KiB (`/proc/self/statm`'s second field), after
+/// handing the allocator's free pages back to the kernel (`malloc_trim`), so
+/// the figure is what is still allocated or mapped, not what glibc keeps.
+pub fn rss_kib() -> u64 {
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it is
+    // thread-safe in glibc.
+    unsafe { libc::malloc_trim(0) };
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|f| f.parse().ok())
+        .expect("statm's resident field");
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    pages * page / 1024
+}
+
+/// Memory mappings (`/proc/self/maps` lines): a leaked guarded stack is two.
+pub fn maps() -> u64 {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    maps.lines().count() as u64
+}
