@@ -6,13 +6,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use smarm_linux::failpoint::{self, Site};
-use smarm_linux::Runtime;
 
 // ---------------------------------------------------------------- watchdog
 
 /// Bumped on every unit of actor progress (a message received, a failed or
 /// dropped send, an actor exit): the watchdog's heartbeat.
 pub static PROGRESS: AtomicU64 = AtomicU64::new(0);
+
+/// Seconds between progress lines on long runs (0: none).
+pub static REPORT_SECS: AtomicU64 = AtomicU64::new(60);
 
 /// The heartbeat now.
 pub fn progress() -> u64 {
@@ -21,13 +23,13 @@ pub fn progress() -> u64 {
 }
 
 /// Runs `body` with a watchdog thread beside it: if [`PROGRESS`] does not
-/// move for `secs`, the watchdog prints `what`, the runtime's dump (when one
-/// is given) and `counters()`, and exits the process with status 3. A hang
+/// move for `secs`, the watchdog prints `what`, `dump()` (the runtime's)
+/// and `counters()`, and exits the process with status 3. A hang
 /// fails the soak; it never blocks its caller.
 pub fn watched<R>(
     secs: u64,
     what: &str,
-    rt: Option<&Runtime>,
+    dump: &(dyn Fn() -> String + Sync),
     counters: fn() -> String,
     body: impl FnOnce() -> R,
 ) -> R {
@@ -36,19 +38,25 @@ pub fn watched<R>(
         s.spawn(|| {
             let mut last = PROGRESS.load(Ordering::Relaxed);
             let mut since = Instant::now();
+            let start = since;
+            let mut reported = since;
+            // Relaxed: set once before any round.
+            let every = Duration::from_secs(REPORT_SECS.load(Ordering::Relaxed));
             // Relaxed: a flag and a heartbeat sampled every 50 ms; the
             // scope's join orders everything that matters.
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
+                if !every.is_zero() && reported.elapsed() >= every {
+                    reported = Instant::now();
+                    println!("soak: [{what} +{} s] {}", start.elapsed().as_secs(), counters());
+                }
                 let now = PROGRESS.load(Ordering::Relaxed);
                 if now != last {
                     last = now;
                     since = Instant::now();
                 } else if since.elapsed() >= Duration::from_secs(secs) {
                     eprintln!("soak: FAIL: no progress for {secs} s during {what} (hang)");
-                    if let Some(rt) = rt {
-                        eprintln!("{}", rt.dump());
-                    }
+                    eprintln!("{}", dump());
                     eprintln!("soak: counters: {}", counters());
                     std::process::exit(3);
                 }
@@ -80,6 +88,19 @@ pub fn deadline<R>(secs: u64, what: &str, body: impl FnOnce() -> R) -> R {
         done.store(true, Ordering::Relaxed);
         r
     })
+}
+
+/// Panics anywhere in the process (an actor's panic is caught at its edge
+/// and would otherwise only end that actor).
+pub static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts every panic, then reports it as the default hook does.
+pub fn count_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        default(info);
+    }));
 }
 
 // -------------------------------------------------------------------- hogs
@@ -177,15 +198,16 @@ pub fn remove_failpoints() {
     failpoint::set_hook(None);
 }
 
-/// Per-site hits as `name=count` pairs, and whether every site was hit.
-pub fn failpoint_report() -> (String, bool) {
+/// Per-site hits as `name=count` pairs, and whether every site was hit
+/// (but those in `unused`: the mutex run queue has no ring).
+pub fn failpoint_report(unused: &[Site]) -> (String, bool) {
     let mut all = true;
     let s = Site::ALL
         .iter()
         .map(|&site| {
             // Relaxed: read after the runtime was dropped (threads joined).
             let n = HITS[site as usize].load(Ordering::Relaxed);
-            all &= n > 0;
+            all &= n > 0 || unused.contains(&site);
             format!("{}={n}", site.name())
         })
         .collect::<Vec<_>>()
@@ -213,8 +235,11 @@ pub fn rss_kib() -> u64 {
     pages * page / 1024
 }
 
-/// Memory mappings (`/proc/self/maps` lines): a leaked guarded stack is two.
-pub fn maps() -> u64 {
+/// Memory mappings (`/proc/self/maps` lines, address ranges and
+/// permissions): a leaked guarded stack is two.
+pub fn maps() -> Vec<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
-    maps.lines().count() as u64
+    maps.lines()
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+        .collect()
 }

@@ -6,7 +6,7 @@
 //! cargo run --release -p smarm-linux --features failpoints --example soak -- \
 //!     [--actors 1024] [--messages 1000000] [--workers 4xCPUs] [--hogs CPUs] \
 //!     [--seed 1] [--failpoints] [--watchdog-secs 30] [--warmup N] \
-//!     [--sabotage lose|dup|hang]
+//!     [--sabotage lose|dup|hang] [--report-secs 60] [--queue ring|striped|mutex]
 //! ```
 //!
 //! Each of `--actors` slots holds one actor; an actor answers every data
@@ -37,7 +37,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use smarm_linux::Runtime;
+use smarm_core::RunQueue;
+use smarm_linux::failpoint::Site;
+use smarm_linux::{Linux, MutexQueue, RingQueue, RuntimeWith, StripedQueue};
 
 mod graph;
 mod guard;
@@ -71,12 +73,14 @@ struct Config {
     failpoints: bool,
     watchdog_secs: u64,
     sabotage: u8,
+    queue: String,
+    report_secs: Option<u64>,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!(
         "soak: {msg}\nusage: soak [--actors N] [--messages N] [--warmup N] [--workers N] [--hogs N] \
-         [--seed N] [--failpoints] [--watchdog-secs N] [--sabotage lose|dup|hang]"
+         [--seed N] [--failpoints] [--watchdog-secs N] [--sabotage lose|dup|hang] [--report-secs 60] [--queue ring|striped|mutex]"
     );
     std::process::exit(2)
 }
@@ -106,6 +110,8 @@ fn parse() -> Config {
                 "--failpoints",
                 "--watchdog-secs",
                 "--sabotage",
+                "--report-secs",
+                "--queue",
             ];
             if !known.contains(&a.as_str()) {
                 usage(&format!("unknown flag {a}"));
@@ -122,6 +128,12 @@ fn parse() -> Config {
         seed: num("--seed").unwrap_or(1),
         failpoints: args.iter().any(|a| a == "--failpoints"),
         watchdog_secs: num("--watchdog-secs").unwrap_or(30),
+        report_secs: num("--report-secs"),
+        queue: match args.iter().position(|a| a == "--queue").map(|i| args.get(i + 1)) {
+            None => "ring".into(),
+            Some(Some(q)) => q.clone(),
+            Some(None) => usage("--queue needs a value"),
+        },
         sabotage: match args
             .iter()
             .position(|a| a == "--sabotage")
@@ -154,9 +166,9 @@ fn counters_line() -> String {
 
 /// One round on a fresh runtime: spawn, inject `budget` messages, wait until
 /// none is in flight, stop everyone, wait for every exit, drop the runtime.
-fn round(c: &Config, budget: u64, seed: u64, what: &str) -> Round {
+fn round<Q: RunQueue<Linux>>(c: &Config, budget: u64, seed: u64, what: &str) -> Round {
     graph::reset();
-    let rt = Runtime::builder()
+    let rt = RuntimeWith::<Q>::builder()
         .workers(c.workers)
         .build()
         .unwrap_or_else(|e| usage(&e.to_string()));
@@ -166,78 +178,90 @@ fn round(c: &Config, budget: u64, seed: u64, what: &str) -> Round {
         table: (0..c.actors).map(|_| Mutex::new(None)).collect(),
     });
     let t = Instant::now();
-    let (stop_retries, stalled) = guard::watched(c.watchdog_secs, what, Some(&rt), counters_line, || {
-        for slot in 0..c.actors {
-            let w2 = w.clone();
-            let carry = Carry {
-                sender: Sender::new(slot as u32, c.actors),
-                inc: 0,
-            };
-            let (addr, h) = rt.spawn_actor(move |mb| graph::actor(mb, w2, carry));
-            drop(h);
-            w.publish(slot, 0, addr);
-        }
-        // Inject from this OS thread (the last sender slot) until the budget
-        // is made, keeping about two messages per actor in flight.
-        let target = 2 * c.actors as u64;
-        let mut me = Sender::new(c.actors as u32, c.actors);
-        let mut rng = Rng::new(seed, u64::MAX, 0);
-        // When the budget is made, wait for the messages in flight to end.
-        // If they stop ending for half the watchdog's time (a message lost
-        // inside the runtime, or a receiver never woken), say so with a
-        // dump, then stop everyone anyway: the final accounting tells the
-        // two apart (a stuck message is received or dropped by then).
-        let stall = Duration::from_millis(c.watchdog_secs * 500);
-        let mut stalled = None;
-        let (mut last, mut since) = (guard::progress(), Instant::now());
-        loop {
-            if get(&graph::CLAIMED) >= budget {
-                let n = graph::in_flight();
-                if n == 0 {
-                    break;
-                }
-                if guard::progress() != last {
-                    (last, since) = (guard::progress(), Instant::now());
-                } else if since.elapsed() >= stall {
-                    eprintln!(
-                        "soak: {n} messages in flight and no progress for {stall:?}:\n{}",
-                        rt.dump()
-                    );
-                    stalled = Some(n);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            } else if graph::in_flight() < target {
-                graph::send_one(&w, &mut me, &mut rng, false);
-            } else {
-                std::thread::sleep(Duration::from_micros(200));
+    let (stop_retries, stalled) = guard::watched(
+        c.watchdog_secs,
+        what,
+        &|| rt.dump().to_string(),
+        counters_line,
+        || {
+            for slot in 0..c.actors {
+                let w2 = w.clone();
+                let carry = Carry {
+                    sender: Sender::new(slot as u32, c.actors),
+                    inc: 0,
+                };
+                let (addr, h) = rt.spawn_actor(move |mb| graph::actor(mb, w2, carry));
+                drop(h);
+                w.publish(slot, 0, addr);
             }
-        }
-        // Stop every slot's current actor and wait until all have exited.
-        let mut retries = 0u64;
-        for slot in 0..c.actors {
+            // Inject from this OS thread (the last sender slot) until the budget
+            // is made, keeping about two messages per actor in flight.
+            let target = 2 * c.actors as u64;
+            let mut me = Sender::new(c.actors as u32, c.actors);
+            let mut rng = Rng::new(seed, u64::MAX, 0);
+            // When the budget is made, wait for the messages in flight to end.
+            // If they stop ending for half the watchdog's time (a message lost
+            // inside the runtime, or a receiver never woken), say so with a
+            // dump, then stop everyone anyway: the final accounting tells the
+            // two apart (a stuck message is received or dropped by then).
+            let stall = Duration::from_millis(c.watchdog_secs * 500);
+            let mut stalled = None;
+            let (mut last, mut since) = (guard::progress(), Instant::now());
             loop {
-                let addr = w.table[slot]
-                    .lock()
-                    .expect("table")
-                    .as_ref()
-                    .expect("filled")
-                    .addr
-                    .clone();
-                if addr.send(graph::Msg::Stop).is_ok() {
-                    break;
+                if get(&graph::CLAIMED) >= budget {
+                    let n = graph::in_flight();
+                    if n == 0 {
+                        break;
+                    }
+                    if guard::progress() != last {
+                        (last, since) = (guard::progress(), Instant::now());
+                    } else if since.elapsed() >= stall {
+                        eprintln!(
+                            "soak: {n} messages in flight and no progress for {stall:?}:\n{}",
+                            rt.dump()
+                        );
+                        stalled = Some(n);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                } else if graph::in_flight() < target {
+                    graph::send_one(&w, &mut me, &mut rng, false);
+                } else {
+                    std::thread::sleep(Duration::from_micros(200));
                 }
-                // Only after a stall: a replacement completes before its
-                // trigger is counted. Counted as a violation below.
-                retries += 1;
+            }
+            // Stop every slot's current actor and wait until all have exited.
+            let mut retries = 0u64;
+            for slot in 0..c.actors {
+                let mut tries = 0;
+                loop {
+                    let addr = w.table[slot]
+                        .lock()
+                        .expect("table")
+                        .as_ref()
+                        .expect("filled")
+                        .addr
+                        .clone();
+                    if addr.send(graph::Msg::Stop).is_ok() {
+                        break;
+                    }
+                    // Only after a stall (a replacement completes before its
+                    // trigger is counted) or a panic (the slot's actor died):
+                    // counted as a violation below; give up after ~1 s.
+                    retries += 1;
+                    tries += 1;
+                    if tries == 1000 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            while rt.live_actors() > 0 {
                 std::thread::sleep(Duration::from_millis(1));
             }
-        }
-        while rt.live_actors() > 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        (retries, stalled)
-    });
+            (retries, stalled)
+        },
+    );
     let wall = t.elapsed();
     let rss_drained_kib = guard::rss_kib();
     drop(w);
@@ -269,6 +293,7 @@ fn round(c: &Config, budget: u64, seed: u64, what: &str) -> Round {
         ("late after Stop", get(&graph::LATE)),
         ("Stop sends that failed", stop_retries),
         ("in flight when progress stalled", stalled.unwrap_or(0)),
+        ("panics", guard::PANICS.load(std::sync::atomic::Ordering::SeqCst)),
     ] {
         if n > 0 {
             v.push(format!("{n} {name}"));
@@ -284,10 +309,21 @@ fn round(c: &Config, budget: u64, seed: u64, what: &str) -> Round {
 
 fn main() {
     let c = parse();
+    let round = match c.queue.as_str() {
+        "ring" => round::<RingQueue>,
+        "striped" => round::<StripedQueue>,
+        "mutex" => round::<MutexQueue>,
+        q => usage(&format!("--queue: ring, striped or mutex, not {q}")),
+    };
     println!(
-        "soak: actors={} messages={} warmup={} workers={} hogs={} seed={} failpoints={} watchdog={}s",
-        c.actors, c.messages, c.warmup, c.workers, c.hogs, c.seed, c.failpoints, c.watchdog_secs
+        "soak: actors={} messages={} warmup={} workers={} hogs={} seed={} failpoints={} watchdog={}s queue={}",
+        c.actors, c.messages, c.warmup, c.workers, c.hogs, c.seed, c.failpoints, c.watchdog_secs, c.queue
     );
+    if let Some(n) = c.report_secs {
+        // Relaxed: before any thread that reads it.
+        guard::REPORT_SECS.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+    guard::count_panics();
     let hogs = guard::Hogs::start(c.hogs);
     if c.failpoints {
         guard::install_failpoints();
@@ -314,7 +350,12 @@ fn main() {
     let mut fail: Vec<String> = warm.violations.iter().map(|v| format!("warm-up: {v}")).collect();
     fail.extend(main.violations.iter().cloned());
     if c.failpoints {
-        let (hits, all) = guard::failpoint_report();
+        let unused: &[Site] = if c.queue == "mutex" {
+            &[Site::RingClaimed]
+        } else {
+            &[]
+        };
+        let (hits, all) = guard::failpoint_report(unused);
         // Relaxed: the runtimes are dropped; nothing hits any more.
         let delays = guard::DELAYS.load(std::sync::atomic::Ordering::Relaxed);
         println!("soak: failpoint hits: {hits} (delayed {delays})");
@@ -328,6 +369,11 @@ fn main() {
             "RSS grew {growth} KiB over the baseline (tolerance {RSS_TOLERANCE_KIB} KiB)"
         ));
     }
+    let new_maps: Vec<&String> = maps_end.iter().filter(|m| !maps_base.contains(m)).collect();
+    if maps_end.len() > maps_base.len() {
+        println!("soak: mappings not in the baseline: {new_maps:?}");
+    }
+    let (maps_base, maps_end) = (maps_base.len() as u64, maps_end.len() as u64);
     if maps_end > maps_base + MAPS_TOLERANCE {
         fail.push(format!(
             "memory maps grew from {maps_base} to {maps_end} (tolerance {MAPS_TOLERANCE}): \
