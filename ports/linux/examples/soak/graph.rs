@@ -78,6 +78,7 @@ counters!(
     HELPERS,      // short-lived helper actors spawned
     YIELDS,
     SLEEPS,
+    BLOCKING, // blocking() calls
     TIMED_RECVS,
     SELECTIVE, // selective receives tried
     EXITS,
@@ -114,6 +115,9 @@ pub const LOSE: u8 = 1;
 pub const DUP: u8 = 2;
 /// One actor ignores Stop and waits forever: the watchdog fires.
 pub const HANG: u8 = 3;
+/// `main` maps a guarded 3 MiB stack and never unmaps it (guard.rs): the
+/// memory checks fail.
+pub const LEAK: u8 = 4;
 
 /// Whether to commit sabotage `kind` now (true once, then never again).
 fn sabotage(kind: u8) -> bool {
@@ -436,6 +440,13 @@ pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
         if rng.one_in(16) {
             bump(&YIELDS);
             smarm::yield_now();
+        }
+        if rng.one_in(1024) {
+            // A blocking call: the worker hands its duty to a spare thread
+            // while this one sleeps in the kernel.
+            bump(&BLOCKING);
+            let us = rng.below(200);
+            smarm::blocking(|| std::thread::sleep(Duration::from_micros(us)));
         }
         if rng.one_in(512) {
             bump(&SLEEPS);

@@ -235,11 +235,98 @@ pub fn rss_kib() -> u64 {
     pages * page / 1024
 }
 
-/// Memory mappings (`/proc/self/maps` lines, address ranges and
-/// permissions): a leaked guarded stack is two.
+/// Memory mappings (`/proc/self/maps` lines: address range and
+/// permissions) other than glibc's malloc arenas: a leaked guarded stack is
+/// two. An arena is a 64 MiB reservation aligned to 64 MiB (its used part
+/// starts at the boundary, its reserve ends at the next), and a later
+/// round's threads may add one; skipping mappings that start or end on a
+/// 64 MiB boundary leaves them out (a stack lands on one by chance once in
+/// 16,384).
 pub fn maps() -> Vec<String> {
+    const ARENA: u64 = 64 << 20;
     let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
     maps.lines()
+        .filter(|l| {
+            let range = l.split_whitespace().next().unwrap_or("");
+            let mut ends = range.split('-').map(|a| u64::from_str_radix(a, 16).unwrap_or(1));
+            let (start, end) = (ends.next().unwrap_or(1), ends.next().unwrap_or(1));
+            start % ARENA != 0 && end % ARENA != 0
+        })
         .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
         .collect()
+}
+
+/// Threads in this process (`/proc/self/status`): a thread the runtime
+/// started and never joined outlives it.
+pub fn threads() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("the Threads: line")
+}
+
+/// glibc keeps up to 40 MiB of exited threads' stacks for reuse, so the
+/// spare threads a runtime starts for `blocking` calls leave mappings and
+/// resident pages behind that are no leak. The tunable that turns the cache
+/// off is read at process start: re-execute once with it set.
+pub fn without_thread_stack_cache() {
+    const TUNABLE: &str = "glibc.pthread.stack_cache_size=0";
+    let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+    if current.split(':').any(|t| t == TUNABLE) {
+        return;
+    }
+    let tunables = if current.is_empty() {
+        TUNABLE.to_string()
+    } else {
+        format!("{current}:{TUNABLE}")
+    };
+    let exe = std::env::current_exe().expect("the soak's own path");
+    let err = std::os::unix::process::CommandExt::exec(
+        std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env("GLIBC_TUNABLES", tunables),
+    );
+    eprintln!("soak: could not re-execute with {TUNABLE}: {err}");
+    std::process::exit(2);
+}
+
+/// Debug: (mapping, Rss KiB) for every mapping (SOAK_SMAPS=1).
+pub fn smaps() -> Vec<(String, u64)> {
+    let t = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+    let mut v = Vec::new();
+    let mut cur = String::new();
+    for l in t.lines() {
+        if let Some(r) = l.strip_prefix("Rss:") {
+            v.push((cur.clone(), r.trim().trim_end_matches(" kB").parse().unwrap_or(0)));
+        } else if !l.contains(':') || l.split_whitespace().next().is_some_and(|f| f.contains('-')) {
+            cur = l.to_string();
+        }
+    }
+    v
+}
+
+/// `--sabotage leak`: maps a 3 MiB "stack" below a guard page, touches it
+/// and never unmaps it, as a runtime that lost a stack would.
+pub fn leak_a_stack() {
+    const SIZE: usize = 3 << 20;
+    const PAGE: usize = 4096;
+    // SAFETY: a fresh anonymous private mapping; nothing else refers to it.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SIZE + PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED, "mmap");
+    // SAFETY: the first page of the mapping made above (the guard, as the
+    // port does): splits it into two mappings.
+    assert_eq!(unsafe { libc::mprotect(p, PAGE, libc::PROT_NONE) }, 0, "mprotect");
+    // SAFETY: the pages above the guard are ours, readable and writable.
+    unsafe { std::ptr::write_bytes(p.cast::<u8>().add(PAGE), 1, SIZE) };
 }
