@@ -35,7 +35,7 @@ pub fn watched<R>(
 ) -> R {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        let dog = s.spawn(|| {
             let mut last = PROGRESS.load(Ordering::Relaxed);
             let mut since = Instant::now();
             let start = since;
@@ -64,6 +64,10 @@ pub fn watched<R>(
         });
         let r = body();
         done.store(true, Ordering::Relaxed);
+        // Joined, not left to the scope: a scoped thread the scope only
+        // waits for is detached, and its OS thread and stack may outlive
+        // the scope (and show up in the memory checks).
+        dog.join().expect("watchdog");
         r
     })
 }
@@ -73,7 +77,7 @@ pub fn watched<R>(
 pub fn deadline<R>(secs: u64, what: &str, body: impl FnOnce() -> R) -> R {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        let dog = s.spawn(|| {
             let t = Instant::now();
             // Relaxed: as in `watched`.
             while !done.load(Ordering::Relaxed) {
@@ -86,6 +90,10 @@ pub fn deadline<R>(secs: u64, what: &str, body: impl FnOnce() -> R) -> R {
         });
         let r = body();
         done.store(true, Ordering::Relaxed);
+        // Joined, not left to the scope: a scoped thread the scope only
+        // waits for is detached, and its OS thread and stack may outlive
+        // the scope (and show up in the memory checks).
+        dog.join().expect("watchdog");
         r
     })
 }
@@ -265,6 +273,20 @@ pub fn threads() -> u64 {
         .find_map(|l| l.strip_prefix("Threads:"))
         .and_then(|n| n.trim().parse().ok())
         .expect("the Threads: line")
+}
+
+/// Waits (up to 2 s) until the process has `want` threads and returns the
+/// count: the kernel drops a thread from the count a moment after a join
+/// of it returned.
+pub fn settled_threads(want: u64) -> u64 {
+    let t = Instant::now();
+    loop {
+        let n = threads();
+        if n == want || t.elapsed() >= Duration::from_secs(2) {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// glibc keeps up to 40 MiB of exited threads' stacks for reuse, so the

@@ -338,7 +338,10 @@ fn main() {
     }
     let rss_start = guard::rss_kib();
     let warm = round(&c, c.warmup.max(1), c.seed ^ 0x5EED, "warm-up");
-    let (rss_base, maps_base, threads_base) = (guard::rss_kib(), guard::maps(), guard::threads());
+    // `main` and the hogs: every runtime thread has been joined.
+    let want = 1 + c.hogs as u64;
+    let threads_base = guard::settled_threads(want);
+    let (rss_base, maps_base) = (guard::rss_kib(), guard::maps());
     let sm_base = guard::smaps();
     // Relaxed: set before the main round's runtime (and its threads) exist.
     graph::SABOTAGE.store(c.sabotage, std::sync::atomic::Ordering::Relaxed);
@@ -346,7 +349,8 @@ fn main() {
     if c.sabotage == graph::LEAK {
         guard::leak_a_stack();
     }
-    let (rss_end, maps_end, threads_end) = (guard::rss_kib(), guard::maps(), guard::threads());
+    let threads_end = guard::settled_threads(want);
+    let (rss_end, maps_end) = (guard::rss_kib(), guard::maps());
     if std::env::var_os("SOAK_SMAPS").is_some() {
         for (m, r) in guard::smaps() {
             let start = |n: &str| n.split('-').next().unwrap_or("").to_string();
@@ -404,9 +408,9 @@ fn main() {
              a leaked stack is two"
         ));
     }
-    if threads_end != threads_base {
+    if threads_base != want || threads_end != want {
         fail.push(format!(
-            "{threads_base} threads after the warm-up, {threads_end} at the end"
+            "{threads_base} threads after the warm-up, {threads_end} at the end (want {want}: main and the hogs)"
         ));
     }
     let lost = get(&graph::CREATED)
