@@ -12,8 +12,8 @@
 //! Each of `--actors` slots holds one actor; an actor answers every data
 //! message it receives with one to a random slot (`graph.rs` has the
 //! accounting and the checks), sometimes through a short-lived helper
-//! actor, sometimes after a yield, a sleep or a timed receive, and now and
-//! then exits and is replaced. `main` injects messages from its OS thread
+//! actor, sometimes after a yield, a sleep, a `blocking` call, a timed or
+//! a selective receive, and now and then exits and is replaced. `main` injects messages from its OS thread
 //! until `--messages` have been made, waits until none is in flight, stops
 //! every actor and waits for them to exit.
 //!
@@ -34,7 +34,7 @@
 //! like with like; the end may exceed the baseline by at most
 //! [`RSS_TOLERANCE_KIB`], the number of memory mappings by at most
 //! [`MAPS_TOLERANCE`] (a leaked guarded stack is two mappings), and the
-//! number of threads not at all. The soak re-executes itself once with
+//! number of threads not at all (back to `main` and the hogs). The soak re-executes itself once with
 //! glibc's cache of exited threads' stacks turned off, so the spare
 //! threads of `blocking` calls leave nothing behind.
 use std::sync::{Arc, Mutex};
