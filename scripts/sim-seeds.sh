@@ -13,6 +13,8 @@
 #                                       allocates at its scheduling points
 #   mailbox_stress, time_preempt        real-time or 10^6-scale stress: the
 #                                       baton makes them take minutes
+#   fault_dump                          an actor spins with no safe point: it
+#                                       would hold the baton forever
 #   sim_seeds                           runs its own worlds (explicit seeds)
 # and single tests (SKIP below) that assume the real scheduler's FIFO
 # fairness, measure real time, or are too large to simulate quickly.
@@ -24,7 +26,7 @@ FIRST="${2:-0}"
 PER_RUN_TIMEOUT="${SIM_RUN_TIMEOUT:-300}"
 
 BINS=(rt_basic rt_shutdown rt_migration mailbox_basic channel_basic time_timers
-      fault_links fault_supervisor fault_dump fault_local)
+      fault_links fault_supervisor fault_local)
 SKIP=(
   # FIFO fairness: the policy picks actors at random on purpose.
   two_yielding_actors_on_one_worker_both_progress
