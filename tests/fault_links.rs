@@ -105,9 +105,14 @@ fn links_kill_the_partner_on_abnormal_exit_unless_it_traps() {
         c.send(3).unwrap();
         assert_eq!(hc.join().unwrap(), 3);
 
-        // A trapping actor gets a Down message instead and carries on.
-        let (t, ht) = rt.spawn_actor(|mut mb: Mailbox<Msg>| {
+        // A trapping actor gets a Down message instead and carries on. It
+        // says when it traps: a partner that links and fails before that
+        // kills it (the deterministic port found this test racing there,
+        // seed 3 of scripts/sim-seeds.sh).
+        let (trapping_tx, trapping) = smarm::oneshot::<()>();
+        let (t, ht) = rt.spawn_actor(move |mut mb: Mailbox<Msg>| {
             assert!(smarm::trap_exits_into(&mb.addr(), Msg::Exit));
+            trapping_tx.send(()).unwrap();
             let mut seen = Vec::new();
             loop {
                 match mb.recv() {
@@ -117,6 +122,7 @@ fn links_kill_the_partner_on_abnormal_exit_unless_it_traps() {
             }
         });
         let tr = t.actor_ref();
+        trapping.recv().unwrap();
         let hf = rt.spawn(move || {
             smarm::link(&tr);
             panic!("partner fails");
