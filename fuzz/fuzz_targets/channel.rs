@@ -25,6 +25,13 @@ use smarm_linux::{
 /// error) instead of hanging the fuzzer.
 const LONG: Duration = Duration::from_secs(10);
 
+/// Gives a just-spawned helper thread time to reach its blocking call, so
+/// the blocked path (register, sleep, be woken) is what usually runs. Not
+/// synchronisation: the outcome is the same whichever side goes first.
+fn settle() {
+    std::thread::sleep(Duration::from_micros(300));
+}
+
 #[derive(Arbitrary, Debug)]
 enum Kind {
     Unbounded,
@@ -235,6 +242,7 @@ fn mpsc(cap: Option<usize>, ops: &[Op]) {
                 let id = v.0;
                 let got = std::thread::scope(|sc| {
                     let h = sc.spawn(move || r.recv_timeout(LONG));
+                    settle();
                     s.send(v).map_err(|_| ()).expect("send to a live receiver");
                     h.join().expect("receiver thread panicked")
                 });
@@ -247,6 +255,7 @@ fn mpsc(cap: Option<usize>, ops: &[Op]) {
                 let mut r = rx.take().unwrap();
                 let (res, r) = std::thread::scope(|sc| {
                     let h = sc.spawn(move || s.send(v));
+                    settle();
                     if drop_rx {
                         drop(r);
                         (h.join().expect("sender thread panicked"), None)
@@ -365,6 +374,7 @@ fn one(ops: &[Op]) {
                 let got = std::thread::scope(|sc| {
                     // The message comes back to this thread: `Tracked` counts per thread.
                     let h = sc.spawn(move || r.recv_timeout(LONG));
+                    settle();
                     if send {
                         t.send(v)
                             .map_err(|_| ())

@@ -23,6 +23,13 @@ use smarm_linux::{Addr, Linux, Mailbox};
 /// Bounds the helper's wait so a lost wake fails instead of hanging.
 const LONG: Duration = Duration::from_secs(10);
 
+/// Gives a just-spawned helper thread time to reach its blocking call, so
+/// the blocked path (register, sleep, be woken) is what usually runs. Not
+/// synchronisation: the outcome is the same whichever side goes first.
+fn settle() {
+    std::thread::sleep(Duration::from_micros(300));
+}
+
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum Op {
     /// Send `n % 4 + 1` messages from address `i`.
@@ -155,6 +162,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 let got = std::thread::scope(|sc| {
                     // The message comes back to this thread: `Tracked` counts per thread.
                     let h = sc.spawn(move || r.recv_timeout(LONG));
+                    settle();
                     a.send(v).map_err(|_| ()).expect("send to an open mailbox");
                     h.join().expect("receiver thread panicked")
                 });
