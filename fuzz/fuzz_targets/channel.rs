@@ -17,13 +17,9 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use smarm_fuzz::{live, reset_live, Tracked};
 use smarm_linux::{
-    bounded, channel, oneshot, BoundedReceiver, BoundedSender, Receiver, RecvTimeoutError, Sender,
+    bounded, channel, oneshot, BoundedReceiver, BoundedSender, Receiver, RecvError, RecvTimeoutError, Sender,
     TryRecvError, TrySendError,
 };
-
-/// Bounds a blocking helper's wait so a lost wake fails (as a timeout
-/// error) instead of hanging the fuzzer.
-const LONG: Duration = Duration::from_secs(10);
 
 /// Gives a just-spawned helper thread time to reach its blocking call, so
 /// the blocked path (register, sleep, be woken) is what usually runs. Not
@@ -241,12 +237,19 @@ fn mpsc(cap: Option<usize>, ops: &[Op]) {
                 let v = m.fresh();
                 let id = v.0;
                 let got = std::thread::scope(|sc| {
-                    let h = sc.spawn(move || r.recv_timeout(LONG));
+                    // No timeout: a lost wake-up hangs, and libFuzzer's
+                    // -timeout reports the input (a timed receive would
+                    // hide it behind its deadline's last re-check).
+                    let h = sc.spawn(move || r.recv());
                     settle();
                     s.send(v).map_err(|_| ()).expect("send to a live receiver");
                     h.join().expect("receiver thread panicked")
                 });
-                assert_eq!(got.map(|v| v.0), Ok(id), "a receive blocked on an empty channel");
+                assert_eq!(
+                    got.map(|v| v.0),
+                    Some(id),
+                    "a receive blocked on an empty channel"
+                );
             }
             Op::SendWhileFull { sender, drop_rx } if m.rx && m.full() && !txs.is_empty() => {
                 let s = txs[pick(sender, txs.len())].clone();
@@ -366,14 +369,16 @@ fn one(ops: &[Op]) {
                 assert_eq!(got.ok(), value.take(), "oneshot recv");
             }
             Op::RecvWhileSend(i) if rx.is_some() && !done => {
-                let r = rx.as_mut().unwrap();
+                // `recv` consumes the receiver: it is gone afterwards.
+                let r = rx.take().unwrap();
                 let t = tx.take().unwrap();
                 next += 1;
                 let v = Tracked::new(next);
                 let send = i % 2 == 0;
                 let got = std::thread::scope(|sc| {
-                    // The message comes back to this thread: `Tracked` counts per thread.
-                    let h = sc.spawn(move || r.recv_timeout(LONG));
+                    // The message comes back to this thread: `Tracked` counts
+                    // per thread. No timeout: a lost wake-up hangs (see above).
+                    let h = sc.spawn(move || r.recv());
                     settle();
                     if send {
                         t.send(v)
@@ -385,11 +390,7 @@ fn one(ops: &[Op]) {
                     }
                     h.join().expect("receiver thread panicked").map(|v| v.0)
                 });
-                let want = if send {
-                    Ok(next)
-                } else {
-                    Err(RecvTimeoutError::Disconnected)
-                };
+                let want = if send { Ok(next) } else { Err(RecvError) };
                 assert_eq!(got, want, "a oneshot receive blocked on an empty channel");
                 done = true;
             }

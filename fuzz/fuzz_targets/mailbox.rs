@@ -20,9 +20,6 @@ use smarm_core::mailbox::detached;
 use smarm_fuzz::{live, reset_live, Tracked};
 use smarm_linux::{Addr, Linux, Mailbox};
 
-/// Bounds the helper's wait so a lost wake fails instead of hanging.
-const LONG: Duration = Duration::from_secs(10);
-
 /// Gives a just-spawned helper thread time to reach its blocking call, so
 /// the blocked path (register, sleep, be woken) is what usually runs. Not
 /// synchronisation: the outcome is the same whichever side goes first.
@@ -48,7 +45,7 @@ enum Op {
         k: u8,
         r: u8,
     },
-    /// A helper thread blocks in `recv_timeout` on the empty mailbox;
+    /// A helper thread blocks in `recv` on the empty mailbox;
     /// address `i` then sends.
     RecvWhileSend(u8),
     /// What a receive timer does when it fires (nobody waits: a no-op).
@@ -160,17 +157,16 @@ fuzz_target!(|ops: Vec<Op>| {
                 let id = m.next;
                 let v = Tracked::new(id);
                 let got = std::thread::scope(|sc| {
-                    // The message comes back to this thread: `Tracked` counts per thread.
-                    let h = sc.spawn(move || r.recv_timeout(LONG));
+                    // The message comes back to this thread: `Tracked` counts
+                    // per thread. No timeout: a lost wake-up hangs and
+                    // libFuzzer's -timeout reports the input (a timed receive
+                    // would hide it behind its deadline's last re-check).
+                    let h = sc.spawn(move || r.recv());
                     settle();
                     a.send(v).map_err(|_| ()).expect("send to an open mailbox");
                     h.join().expect("receiver thread panicked")
                 });
-                assert_eq!(
-                    got.map(|v| v.0),
-                    Some(id),
-                    "a receive blocked on an empty mailbox"
-                );
+                assert_eq!(got.0, id, "a receive blocked on an empty mailbox");
             }
             Op::Poke(i) if !addrs.is_empty() => addrs[pick(i, addrs.len())].__poke(),
             Op::Clone(i) if !addrs.is_empty() => {
