@@ -195,3 +195,6 @@ impl fmt::Display for CapacityError {
 }
 
 impl core::error::Error for CapacityError {}
+
+#[cfg(test)]
+mod tests;

@@ -44,6 +44,8 @@ pub mod mailbox;
 mod runtime;
 mod sched;
 mod stack;
+#[cfg(test)]
+pub(crate) mod test_platform;
 mod wait;
 
 pub use actor::Cancelled;

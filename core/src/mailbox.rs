@@ -557,3 +557,6 @@ impl<M, P: Platform> Drop for Mailbox<M, P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -110,3 +110,6 @@ impl<P: Platform> Drop for StackPool<P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

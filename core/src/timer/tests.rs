@@ -147,3 +147,135 @@ fn next_deadline_tracks_the_earliest() {
     assert_eq!(heap.next_deadline(), Some(30));
     assert_eq!(heap.len(), 1);
 }
+
+// ---- `Timers` (the heap under its lock, entries, cancel against fire) on
+// the std test platform: asm-free, so Miri runs these too.
+
+mod timers {
+    use std::sync::atomic::{AtomicU64, Ordering as StdOrdering};
+    use std::sync::Arc;
+    use std::sync::Mutex as StdMutex;
+    use std::thread;
+    use std::vec::Vec;
+
+    use super::super::{entry, PokeWith, TimerEntry, Timers, NEVER};
+    use crate::platform::Platform;
+    use crate::test_platform::{with_timeout, StdPlatform as P};
+
+    type T = Timers<<P as Platform>::Lock>;
+    type Log = Arc<StdMutex<Vec<u64>>>;
+
+    fn logged(id: u64, log: &Log) -> Arc<TimerEntry> {
+        entry(PokeWith((id, log.clone()), |(id, log): &(u64, Log)| {
+            log.lock().unwrap().push(*id)
+        }))
+    }
+
+    #[test]
+    fn fire_pokes_due_entries_in_order_and_skips_cancelled() {
+        let t = T::new();
+        let log: Log = Arc::default();
+        assert_eq!(t.next(), NEVER);
+        let es: Vec<_> = (0..6).map(|i| logged(i, &log)).collect();
+        // Deadlines 30, 10, 20, 10, 40, 20: ties fire in arming order.
+        for (e, d) in es.iter().zip([30, 10, 20, 10, 40, 20]) {
+            t.arm(d, e);
+        }
+        assert_eq!(t.next(), 10);
+        assert!(es[5].cancel::<P>(), "an armed entry cancels");
+        t.cancelled_one();
+        assert!(!es[5].cancel::<P>(), "twice: no");
+        assert_eq!(t.fire(25), 3);
+        assert_eq!(*log.lock().unwrap(), [1, 3, 2]);
+        assert_eq!(t.next(), 30);
+        assert!(es[1].has_fired() && !es[0].has_fired());
+        assert!(!es[1].cancel::<P>(), "a fired entry cannot be cancelled");
+        assert_eq!(t.fire(100), 2);
+        assert_eq!(*log.lock().unwrap(), [1, 3, 2, 0, 4]);
+        assert_eq!(t.next(), NEVER);
+        for e in &es {
+            assert_eq!(Arc::strong_count(e), 1, "the heap let go of every entry");
+        }
+    }
+
+    #[test]
+    fn arm_compacts_when_cancelled_entries_dominate() {
+        let t = T::new();
+        let log: Log = Arc::default();
+        let n = 80;
+        let es: Vec<_> = (0..n).map(|i| logged(i, &log)).collect();
+        for e in &es {
+            t.arm(1000, e);
+        }
+        for e in &es {
+            assert!(e.cancel::<P>());
+            t.cancelled_one();
+        }
+        assert!(
+            es.iter().all(|e| Arc::strong_count(e) == 2),
+            "lazy: still in the heap"
+        );
+        let late = logged(n, &log);
+        t.arm(2000, &late);
+        assert!(
+            es.iter().all(|e| Arc::strong_count(e) == 1),
+            "the arm compacted them out"
+        );
+        // `next` keeps the stale (earlier) deadline until a fire: early is safe.
+        assert_eq!(t.next(), 1000);
+        assert_eq!(t.fire(1500), 0);
+        assert_eq!(t.next(), 2000);
+        assert_eq!(t.fire(2000), 1);
+        assert_eq!(*log.lock().unwrap(), [n]);
+    }
+
+    #[test]
+    fn arm_reports_the_sleeper_to_wake() {
+        let t = T::new();
+        let log: Log = Arc::default();
+        assert!(t.claim(2));
+        assert!(!t.claim(1), "one sleeper at a time");
+        assert_eq!(
+            t.arm(50, &logged(0, &log)),
+            Some(2),
+            "a new earliest deadline wakes the sleeper"
+        );
+        assert_eq!(t.arm(60, &logged(1, &log)), None, "a later one does not");
+        t.release(2);
+        assert_eq!(t.arm(40, &logged(2, &log)), None, "nobody sleeps");
+        assert!(t.changed(45));
+        assert_eq!(t.fire(100), 3);
+    }
+
+    #[test]
+    fn cancel_racing_fire_pokes_or_cancels_exactly_once() {
+        let rounds = if cfg!(miri) { 8 } else { 500 };
+        with_timeout(60, move || {
+            let t = Arc::new(T::new());
+            let pokes = Arc::new(AtomicU64::new(0));
+            for round in 0..rounds {
+                let e = entry(PokeWith(pokes.clone(), |p: &Arc<AtomicU64>| {
+                    p.fetch_add(1, StdOrdering::SeqCst);
+                }));
+                t.arm(round, &e);
+                let before = pokes.load(StdOrdering::SeqCst);
+                let t2 = t.clone();
+                let firer = thread::spawn(move || t2.fire(round));
+                let cancelled = e.cancel::<P>();
+                if cancelled {
+                    t.cancelled_one();
+                }
+                let fired = firer.join().unwrap();
+                // When cancel loses, the poke has returned by the time it does.
+                let poked = pokes.load(StdOrdering::SeqCst) - before;
+                assert_eq!(
+                    poked,
+                    u64::from(!cancelled),
+                    "round {round}: poked {poked}, cancelled {cancelled}"
+                );
+                assert_eq!(fired, poked);
+                assert_eq!(Arc::strong_count(&e), 1);
+            }
+        });
+    }
+}
