@@ -59,6 +59,7 @@ done
 start=$(date +%s)
 runs=0
 for ((seed = FIRST; seed < FIRST + N; seed++)); do
+    t0=$(date +%s)
     for b in "${BINS[@]}"; do
         if ! SMARM_SIM_SEED=$seed timeout "$PER_RUN_TIMEOUT" "${exe[$b]}" -q --test-threads=1 "${skip_args[@]}" \
             > "target/sim-seeds.log" 2>&1; then
@@ -70,6 +71,6 @@ for ((seed = FIRST; seed < FIRST + N; seed++)); do
         fi
         runs=$((runs + 1))
     done
-    echo "seed $seed: ${#BINS[@]} test binaries passed"
+    echo "seed $seed: ${#BINS[@]} test binaries passed ($(( $(date +%s) - t0 )) s)"
 done
 echo "sim-seeds: $N seeds x ${#BINS[@]} binaries ($runs runs) passed in $(( $(date +%s) - start )) s"
