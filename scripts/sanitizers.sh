@@ -9,7 +9,8 @@
 # sanitizers need `-Zbuild-std`). x86_64 Linux only. Each sanitizer builds
 # into its own target dir (target/tsan, target/asan). Reports fail the run:
 # TSan exits 66 from the test binary after a report, ASan aborts at the
-# first one. Suppressions (each entry says why it is false):
+# first one. Doctests are not run (rustdoc would need the flags too).
+# Suppressions (each entry says why it is false):
 # scripts/tsan.supp.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -48,7 +49,7 @@ run() {
     RUSTFLAGS="-Zsanitizer=$sanitizer --cfg smarm_$name -Cforce-frame-pointers=yes" \
         CARGO_TARGET_DIR="target/$name" \
         cargo +nightly test -Zbuild-std --target "$TARGET" \
-        -p smarm-tests -p smarm-linux "$@"
+        -p smarm-tests -p smarm-linux --lib --tests "$@"
     echo "$name: $(($(date +%s) - start)) s"
 }
 
