@@ -23,9 +23,11 @@
 //!   is bootstrapped on it: the frame of the actor that used it last
 //!   (`actor_entry`, which never returns) left its redzones poisoned.
 //!
-//! Overflow recovery (`fault::overflow_exit`) leaves the actor's stack from
-//! a signal handler, which these hooks do not model; its tests are skipped
-//! under the sanitizers (see docs/reliability.md).
+//! Overflow recovery (`fault::overflow_exit`) reaches its final switch
+//! already on the worker's stack (the fault handler moved it there), still
+//! in the actor's TSan fiber and, to ASan, on the actor's stack: it ends the
+//! actor with the same last `actor_to_worker` as a normal exit. Its test
+//! passes under both sanitizers (docs/reliability.md).
 //!
 //! With neither cfg set every hook is an empty `#[inline(always)]` function
 //! and [`ActorSan`] is a zero-sized type: the switch path compiles exactly as
