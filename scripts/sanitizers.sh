@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the integration suite (smarm-tests) and the Linux port's unit tests
+# Runs the integration suite (smarm-tests), the Linux port's and core's unit
+# tests and core's threaded ring test (loom models compile empty)
 # under ThreadSanitizer and/or AddressSanitizer, with the context switch
 # annotated for both (core/src/san.rs, cfgs `smarm_tsan` / `smarm_asan`).
 #
@@ -43,13 +44,13 @@ run() {
     shift 2
     local start
     start=$(date +%s)
-    echo "=== $name: smarm-tests + smarm-linux unit tests"
+    echo "=== $name: smarm-tests + smarm-linux and smarm-core unit tests + ring_threads"
     # `--cfg smarm_*` turns the fiber hooks on; it reaches std too (build-std),
     # where it is unused. `-Cforce-frame-pointers` gives the reports' stacks.
     RUSTFLAGS="-Zsanitizer=$sanitizer --cfg smarm_$name -Cforce-frame-pointers=yes" \
         CARGO_TARGET_DIR="target/$name" \
         cargo +nightly test -Zbuild-std --target "$TARGET" \
-        -p smarm-tests -p smarm-linux --lib --tests "$@"
+        -p smarm-tests -p smarm-linux -p smarm-core --lib --tests "$@"
     echo "$name: $(($(date +%s) - start)) s"
 }
 
