@@ -81,6 +81,12 @@ fn actor_overflow_is_reported_and_aborts() {
 }
 
 #[test]
+#[cfg_attr(
+    smarm_tsan,
+    ignore = "std's own report: under TSan the plain thread's overflow kills the child with a \
+              silent SIGSEGV instead of std's abort (TSan's pthread_create interceptor resizes \
+              the thread's stack, 131072 -> 137408 bytes, and std does not report the fault)"
+)]
 fn plain_thread_overflow_keeps_std_report() {
     child_entry("thread", || {
         // A runtime, so smarm's handler is installed and must chain.

@@ -75,8 +75,12 @@ fn ten_thousand_sleepers_all_wake_after_their_deadlines() {
                 .map(|i| {
                     let e = e.clone();
                     smarm::spawn(move || {
-                        // Many equal deadlines: 50 distinct durations.
-                        let d = Duration::from_millis(1 + (i * 7919) % 50);
+                        // Many equal deadlines: 50 distinct durations. At
+                        // least 10 ms: a sleep whose deadline has passed
+                        // before it arms returns without a timer (no fire),
+                        // which 1 ms sleepers hit under ASan (1 in ~4 runs:
+                        // 9,999 fires).
+                        let d = Duration::from_millis(10 + (i * 7919) % 50);
                         let t = Instant::now();
                         smarm::sleep(d);
                         if t.elapsed() < d {

@@ -137,6 +137,10 @@ pub struct Actor {
     /// The join completer in the running entry frame (for an overflow
     /// recovery); owned by the running actor.
     pub(crate) abort_join: RawCell<Option<NonNull<dyn crate::join::AbortJoin>>>,
+    /// Sanitizer fiber state (zero-sized without the sanitizer cfgs);
+    /// owned like `sp`.
+    #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
+    pub(crate) san: crate::san::ActorSan,
 }
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
@@ -171,6 +175,7 @@ impl Actor {
             abort_join: RawCell::new(None),
             reg: crate::sync::AtomicU64::new(crate::dump::UNREGISTERED),
             killed: crate::sync::AtomicBool::new(false),
+            san: crate::san::ActorSan::new(),
         }
     }
 
@@ -208,6 +213,8 @@ impl Actor {
 
 impl Drop for Actor {
     fn drop(&mut self) {
+        // One dropped unretired (shutdown) may still own a TSan fiber.
+        crate::san::retired(self);
         // An actor dropped with its stack still attached never exited (it
         // was left in a queue or parked at shutdown): its frames are
         // abandoned without unwinding, but the stack itself is unmapped.

@@ -250,7 +250,11 @@ pub extern "C" fn overflow_exit<P: Platform>() -> ! {
             None => None,
         };
         *actor.request.get() = crate::actor::Request::Overflowed(wake);
-        <P::Arch as crate::arch::Arch>::switch(*actor.sched_sp.get());
+        let to = *actor.sched_sp.get();
+        // Sanitizers: the actor's fiber ends here, as at a normal exit (we
+        // already run on the worker's stack, below `to`; see crate::san).
+        crate::san::actor_to_worker(actor, true);
+        <P::Arch as crate::arch::Arch>::switch(to);
     }
     P::abort("smarm: an actor ended by overflow recovery was resumed")
 }

@@ -42,6 +42,7 @@ pub mod local;
 #[doc(hidden)]
 pub mod mailbox;
 mod runtime;
+mod san;
 mod sched;
 mod stack;
 #[cfg(test)]

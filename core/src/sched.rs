@@ -364,6 +364,7 @@ impl<P: Platform> RtCore<P> {
     {
         let (entry, handle) = make_entry::<P, F, T>(id, life.clone(), f);
         let top = stack.top();
+        crate::san::fresh_stack(stack.usable_range());
         // SAFETY: written once by the builder before the runtime is shared.
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
         let actor = Arc::new(Actor::new(id, entry, stack, P::stack_free, rt, life.clone()));
@@ -487,7 +488,10 @@ unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
     unsafe {
         crate::local::check_switch(me);
         *(*me).request.get() = req;
-        let back = <P::Arch as Arch>::switch(*(*me).sched_sp.get());
+        let to = *(*me).sched_sp.get();
+        crate::san::actor_to_worker(&*me, false);
+        let back = <P::Arch as Arch>::switch(to);
+        crate::san::actor_resumed(&*me);
         // Resumed: `back` is the sp of the worker that resumed us.
         *(*me).sched_sp.get() = back;
         if *(*me).cancel.get() == CANCEL_REQUESTED {
@@ -861,6 +865,7 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
     // SAFETY: `arg` is the actor, kept alive by the worker running it; the
     // running actor owns `sched_sp` and `entry`.
     unsafe {
+        crate::san::actor_started(&*me);
         *(*me).sched_sp.get() = from;
         let entry = (*(*me).entry.get()).take();
         let wake = match entry {
@@ -868,7 +873,9 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
             None => None,
         };
         *(*me).request.get() = Request::Exit(wake);
-        <P::Arch as Arch>::switch(*(*me).sched_sp.get());
+        let to = *(*me).sched_sp.get();
+        crate::san::actor_to_worker(&*me, true);
+        <P::Arch as Arch>::switch(to);
     }
     P::abort("smarm: an exited actor was resumed")
 }
@@ -1280,7 +1287,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
             }
             (*ctx).current = Arc::as_ptr(&a);
-            let back = <P::Arch as Arch>::switch(*a.sp.get());
+            let to = *a.sp.get();
+            let san = crate::san::worker_to_actor(&a);
+            let back = <P::Arch as Arch>::switch(to);
+            crate::san::worker_resumed(san);
             *a.sp.get() = back;
             (*ctx).current = ptr::null();
             if monitored {
@@ -1321,6 +1331,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Run(child)
                 }
                 Request::Exit(wake) => {
+                    crate::san::retired(&a);
                     if let Some(stack) = (*a.stack.get()).take() {
                         self.core.pool.put(&mut (*ctx).stacks, stack);
                     }
@@ -1338,7 +1349,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // From here on this thread is no longer worker `index`:
                     // it touches none of the worker's shared state again.
                     P::set_current_worker(ptr::null_mut());
-                    let back = <P::Arch as Arch>::switch(*a.sp.get());
+                    let to = *a.sp.get();
+                    let san = crate::san::worker_to_actor(&a);
+                    let back = <P::Arch as Arch>::switch(to);
+                    crate::san::worker_resumed(san);
                     *a.sp.get() = back;
                     match mem::replace(&mut *a.request.get(), Request::None) {
                         Request::Rejoin => {}
@@ -1356,6 +1370,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // (Taking the descriptor out is the leak: `RawStack` has
                     // no destructor, and the actor's drop no longer sees it.)
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
+                    crate::san::retired(&a);
                     self.retire(w, a, wake)
                 }
                 // Back from a blocking call that ran on the worker (no

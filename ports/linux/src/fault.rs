@@ -384,10 +384,14 @@ mod tests {
             let local = core::hint::black_box(&local) as *const u8 as usize;
             (crate::current_id().unwrap(), b, local, hits)
         });
-        assert!(
-            b.low <= local && local < b.top,
-            "a local lies in the bounds: {b:?} {local:#x}"
-        );
+        // (Under ASan with detect_stack_use_after_return, an escaping local
+        // lives on ASan's heap-allocated fake stack instead.)
+        if !cfg!(smarm_asan) {
+            assert!(
+                b.low <= local && local < b.top,
+                "a local lies in the bounds: {b:?} {local:#x}"
+            );
+        }
         assert_eq!(b.usable(), 64 * 1024);
         let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
         assert_eq!(
