@@ -5,7 +5,9 @@
 //! - two senders racing one park;
 //! - a receiver taking several messages, so a withdraw that loses to a
 //!   sender is followed by another wait (the race that needed `WAKING`);
-//! - a send racing the receiver's close.
+//! - a send racing the receiver's close;
+//! - two sends and the sender's address drop racing the close's drain
+//!   (close vs drop).
 //!
 //! Each asserts conservation: every message received, returned, or dropped
 //! exactly once. A lost wake shows up as a loom deadlock.

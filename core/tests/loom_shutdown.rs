@@ -153,6 +153,8 @@ impl<Q: Queue> Rt<Q> {
     /// `Actor::wake`: PARKED → RUNNABLE (the caller schedules it), RUNNING
     /// → NOTIFIED (it runs again when it parks).
     fn wake(&self, a: usize) -> bool {
+        // Acquire / AcqRel: as `Actor::wake` (pairs with the state stores in
+        // `run`).
         let mut s = self.state[a].load(Ordering::Acquire);
         loop {
             let to = match s {
@@ -196,12 +198,15 @@ impl<Q: Queue> Rt<Q> {
     fn has_work(&self) -> bool {
         !self.queue.is_empty()
             || self.run_next.iter().any(|s| !s.peek().is_null())
+            // Relaxed: a probe, as in sched.rs (the idle fences order it).
             || self.finished.load(Ordering::Relaxed)
     }
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
     fn run(&self, a: usize) {
+        // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
+        // owns the actor; wakers only CAS from PARKED/RUNNING).
         self.state[a].store(RUNNING, Ordering::Relaxed);
         self.state[a].store(DONE, Ordering::Release);
         self.registry.lock().unwrap().retain(|&b| b != a);
@@ -220,6 +225,8 @@ impl<Q: Queue> Rt<Q> {
             .unwrap()
             .iter()
             .copied()
+            // Relaxed: a candidate, as dump.rs's `parked`; the wake's CAS
+            // decides.
             .filter(|&a| self.state[a].load(Ordering::Relaxed) == PARKED)
             .collect();
         let mut woken = 0;
@@ -253,6 +260,7 @@ impl<Q: Queue> Rt<Q> {
                 // Model only: whether an outside waker's push had returned
                 // before this decision (read before the re-check below).
                 let pushed = self.pushed.load(Ordering::SeqCst);
+                // Relaxed: a bound on retries, as in sched.rs.
                 if self.sweeps.fetch_add(1, Ordering::Relaxed) < SHUTDOWN_SWEEPS && self.wake_parked(i) > 0 {
                     return false;
                 }
