@@ -12,7 +12,8 @@
 //!    then a SeqCst fence;
 //! 3. re-check every source of work; if any has work: under the lock take
 //!    `i` off the list if it is still there, and return (if a notifier
-//!    already took it, the notifier's wake is served: `i` is awake);
+//!    already took it, first wait for that notifier's `word[i] = 1`, so the
+//!    store cannot land on a later sleep and leave `i` listed while awake);
 //! 4. futex-wait while `word[i] == 0` (or until the deadline, after which
 //!    `i` takes itself off the list as in 3).
 //!
@@ -63,12 +64,30 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         self.nsleep.load(Ordering::SeqCst)
     }
 
-    /// Takes `i` off the list if it is still there.
-    fn withdraw(&self, i: usize) {
+    /// Takes `i` off the list if it is still there. Returns `false` if a
+    /// notifier took it first: that notifier's wake is in flight.
+    fn withdraw(&self, i: usize) -> bool {
         let mut list = self.list.lock();
-        if let Some(pos) = list.iter().position(|&j| j == i) {
-            list.swap_remove(pos);
-            self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+        match list.iter().position(|&j| j == i) {
+            Some(pos) => {
+                list.swap_remove(pos);
+                self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A notifier popped `i` and will store `word[i] = 1`: wait for that
+    /// store (it comes right after the notifier's unlock). Returning before
+    /// it would let it land after the next sleep's step 1, so that sleep
+    /// would return at once and leave `i` on the list while awake (a stale
+    /// entry: a later wake spent on an awake worker, and `sleepers()`
+    /// counting it twice; loom: `loom_idle::notify_worker_races_notify_one`).
+    fn await_wake(&self, i: usize) {
+        // Acquire: pairs with the Release store in `wake`.
+        while self.words[i].load(Ordering::Acquire) == 0 {
+            F::wait(&self.words[i], 0, None);
         }
     }
 
@@ -88,7 +107,9 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         fence(Ordering::SeqCst);
         // 3.
         if has_work() {
-            self.withdraw(i);
+            if !self.withdraw(i) {
+                self.await_wake(i);
+            }
             return false;
         }
         // 4. Acquire: pairs with the Release store in `wake`, so work
@@ -97,7 +118,9 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
             F::wait(&self.words[i], 0, deadline_ns);
             if deadline_ns.is_some() && self.words[i].load(Ordering::Acquire) == 0 {
                 // A deadline (or a spurious return): re-check by withdrawing.
-                self.withdraw(i);
+                if !self.withdraw(i) {
+                    self.await_wake(i);
+                }
                 break;
             }
         }

@@ -1120,6 +1120,14 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 if core.sweeps.fetch_add(1, Ordering::Relaxed) < SHUTDOWN_SWEEPS && self.wake_parked() > 0 {
                     return false;
                 }
+                // A plain thread's wake (a send from outside) may have
+                // queued an actor since `find_work` looked: run it rather
+                // than abandon it (loom: `loom_shutdown.rs`,
+                // `outside_wake_races_the_sweep`). A push after this look
+                // is left over, as `Runtime::stop` documents.
+                if self.has_work() {
+                    return false;
+                }
                 self.finish();
                 return true;
             }

@@ -18,7 +18,8 @@
 
 use loom::thread;
 
-use smarm_core::channel::{self, RecvError, SendError, TryRecvError};
+use loom::sync::Arc;
+use smarm_core::channel::{self, RecvError, SendError, TryRecvError, TrySendError};
 
 #[path = "common/loom_platform.rs"]
 mod loom_platform;
@@ -78,18 +79,34 @@ fn unbounded_two_senders_disconnect() {
     });
 }
 
-/// The receiver dropped while a sender sends: the send either succeeds
-/// (its value dropped with the channel) or fails with the value back.
+/// The receiver dropped while a sender sends two values: each send either
+/// succeeds (its value dropped with the channel, by the receiver's close or
+/// by the last sender) or fails with the value back; each value is dropped
+/// exactly once.
 #[test]
 fn unbounded_receiver_drop_vs_send() {
     model(|| {
-        let (tx, rx) = channel::channel::<u32, LoomP>();
-        let t = thread::spawn(move || match tx.send(1) {
-            Ok(()) | Err(SendError(1)) => {}
-            Err(SendError(v)) => panic!("got {v} back"),
+        let token = Arc::new(());
+        let (tx, rx) = channel::channel::<Arc<()>, LoomP>();
+        let t2 = token.clone();
+        let t = thread::spawn(move || {
+            let mut back = 0;
+            for _ in 0..2 {
+                if let Err(SendError(v)) = tx.send(t2.clone()) {
+                    assert!(Arc::ptr_eq(&v, &t2), "another value came back");
+                    back += 1;
+                }
+            }
+            back
         });
         drop(rx);
-        t.join().unwrap();
+        let back = t.join().unwrap();
+        assert!(back <= 2);
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "a value leaked or was dropped twice"
+        );
     });
 }
 
@@ -138,15 +155,64 @@ fn bounded_two_blocked_senders() {
 }
 
 /// Capacity 1, full: the receiver is dropped while a sender waits for a
-/// slot; the sender must be woken and fail with its value.
+/// slot; the sender must be woken and fail with its value, and the queued
+/// value is dropped with the channel, once.
 #[test]
 fn bounded_receiver_drop_vs_blocked_send() {
     model(|| {
-        let (tx, rx) = channel::bounded::<u32, LoomP>(1);
-        tx.send(0).unwrap();
-        let t = thread::spawn(move || tx.send(1));
+        let token = Arc::new(());
+        let (tx, rx) = channel::bounded::<Arc<()>, LoomP>(1);
+        tx.send(token.clone()).unwrap();
+        let t2 = token.clone();
+        let t = thread::spawn(move || tx.send(t2).map_err(|SendError(v)| drop(v)));
         drop(rx);
-        assert_eq!(t.join().unwrap(), Err(SendError(1)));
+        assert_eq!(
+            t.join().unwrap(),
+            Err(()),
+            "the send succeeded on a full, closed channel"
+        );
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "a value leaked or was dropped twice"
+        );
+    });
+}
+
+/// Capacity 1, empty: the receiver waits while the only sender is dropped
+/// (disconnect while blocked): it must wake and see the disconnection.
+#[test]
+fn bounded_sender_drop_vs_blocked_recv() {
+    model(|| {
+        let (tx, mut rx) = channel::bounded::<u32, LoomP>(1);
+        tx.send(0).unwrap();
+        assert_eq!(rx.recv(), Ok(0));
+        let t = thread::spawn(move || drop(tx));
+        assert_eq!(rx.recv(), Err(RecvError));
+        t.join().unwrap();
+    });
+}
+
+/// Capacity 1, full: `try_send` races the receive that frees the slot: it
+/// either gets the slot or says `Full` with the value back; every value is
+/// received or returned exactly once.
+#[test]
+fn bounded_try_send_vs_recv() {
+    model(|| {
+        let (tx, mut rx) = channel::bounded::<u32, LoomP>(1);
+        tx.send(0).unwrap();
+        let t = thread::spawn(move || match tx.try_send(1) {
+            Ok(()) => None,
+            Err(TrySendError::Full(v)) => Some(v),
+            Err(e) => panic!("{e:?}"),
+        });
+        assert_eq!(rx.recv(), Ok(0));
+        let back = t.join().unwrap();
+        let mut seen: Vec<u32> = back.into_iter().collect();
+        while let Ok(v) = rx.try_recv() {
+            seen.push(v);
+        }
+        assert_eq!(seen, [1], "the value was lost or duplicated");
     });
 }
 
@@ -181,8 +247,8 @@ fn oneshot_drop_vs_recv() {
 #[test]
 fn oneshot_receiver_drop_vs_send() {
     model(|| {
-        let (tx, mut rx) = channel::oneshot::<loom::sync::Arc<()>, LoomP>();
-        let token = loom::sync::Arc::new(());
+        let (tx, mut rx) = channel::oneshot::<Arc<()>, LoomP>();
+        let token = Arc::new(());
         let t2 = token.clone();
         let t = thread::spawn(move || {
             if let Err(v) = tx.send(t2) {
@@ -196,10 +262,6 @@ fn oneshot_receiver_drop_vs_send() {
         }
         drop(rx);
         t.join().unwrap();
-        assert_eq!(
-            loom::sync::Arc::strong_count(&token),
-            1,
-            "the value was dropped once"
-        );
+        assert_eq!(Arc::strong_count(&token), 1, "the value was dropped once");
     });
 }

@@ -1,7 +1,10 @@
 //! Loom models of the idle protocol (`smarm_core::idle`) over the real ring:
 //! a worker that sleeps for lack of work is always woken by the next push,
 //! so every item is consumed and no thread blocks forever (loom reports a
-//! deadlock if a wake is lost).
+//! deadlock if a wake is lost); and a timer's targeted wake
+//! (`notify_worker`) racing a push's `notify_one` for one sleeper. The
+//! shutdown side of the protocol (`notify_all`, the last idle worker) is in
+//! `loom_shutdown.rs`.
 //!
 //! Run: `RUSTFLAGS="--cfg smarm_loom -C debug-assertions" CARGO_TARGET_DIR=target/loom
 //! LOOM_MAX_PREEMPTIONS=2 cargo test -p smarm-core --release --test loom_idle`
@@ -151,5 +154,37 @@ fn notify_with_nobody_asleep_makes_no_wake() {
         // Nobody on the idle list: the fast path returns without a wake.
         assert!(!idle.notify_one());
         assert_eq!(idle.sleepers(), 0);
+    });
+}
+
+/// A timer's targeted wake (`notify_worker`, after arming) races a push's
+/// `notify_one` for the one sleeper, each after publishing one unit of
+/// work: the sleeper sees both units (a wake it slept through, or one
+/// spent while it was awake, must not strand it), and the idle list ends
+/// empty (no entry popped twice or left behind).
+#[test]
+fn notify_worker_races_notify_one() {
+    loom::model(|| {
+        let idle = Arc::new(TestIdle::new(1));
+        let work = Arc::new(AtomicUsize::new(0));
+        let (i, wk) = (idle.clone(), work.clone());
+        let worker = thread::spawn(move || loop {
+            let seen = wk.load(Ordering::SeqCst);
+            if seen == 2 {
+                break;
+            }
+            i.sleep(0, || wk.load(Ordering::SeqCst) != seen, None);
+        });
+        let (i, wk) = (idle.clone(), work.clone());
+        let timer = thread::spawn(move || {
+            wk.fetch_add(1, Ordering::SeqCst);
+            i.notify_worker(0);
+        });
+        work.fetch_add(1, Ordering::SeqCst);
+        idle.notify_one();
+        timer.join().unwrap();
+        worker.join().unwrap();
+        assert_eq!(work.load(Ordering::SeqCst), 2);
+        assert_eq!(idle.sleepers(), 0, "the idle list kept a stale entry");
     });
 }

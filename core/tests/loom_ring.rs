@@ -143,6 +143,33 @@ fn wrap_around() {
     });
 }
 
+/// Wrap-around with two producers: one item is in a ring of two, two
+/// producers push one each, so one of them claims (on the second lap) the
+/// cell the consumer is reading, and may find the ring full first.
+/// Conservation, and the first item out first. (Each producer pushes once:
+/// two producers yield-spinning on a full ring can starve the consumer
+/// under loom's unfair scheduler, a "max branches" failure.)
+#[test]
+fn wrap_around_two_producers() {
+    model(|| {
+        let ring = Arc::new(Ring::<u32>::with_capacity(CAP));
+        push(&ring, 0);
+        let producers: Vec<_> = (1..3u32)
+            .map(|p| {
+                let r = ring.clone();
+                thread::spawn(move || push(&r, p))
+            })
+            .collect();
+        let seen: Vec<u32> = (0..3).map(|_| pop(&ring)).collect();
+        for p in producers {
+            p.join().unwrap();
+        }
+        assert_eq!(seen[0], 0, "the first item must come out first");
+        assert_conserved(seen, 3);
+        assert!(ring.is_empty());
+    });
+}
+
 /// Items still in the ring when it is dropped are dropped with it (loom
 /// reports a leaked `loom::sync::Arc` at the end of an iteration).
 #[test]
