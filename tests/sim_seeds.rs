@@ -273,7 +273,10 @@ fn timed_receives_race_messages_without_loss() {
             total_timeouts.fetch_add(u64::from(timeouts), Ordering::SeqCst);
         });
         // The receives raced both ways: some deadlines passed first.
-        assert!(total_timeouts.load(Ordering::SeqCst) > 0, "no receive ever timed out");
+        assert!(
+            total_timeouts.load(Ordering::SeqCst) > 0,
+            "no receive ever timed out"
+        );
     });
 }
 
