@@ -6,9 +6,10 @@
 //! - **One thread runs at a time.** Workers, blocking-call spares and the
 //!   monitor are real OS threads, but they pass a baton: a thread runs only
 //!   while it holds it, and gives it up only at the port's scheduling points
-//!   (futex waits and wakes, `yield_thread`, every scheduler turn, a thread's
-//!   start and end, and core's failpoints: between a ring slot's claim and
-//!   publish, around the park CAS, inside mailbox close).
+//!   (futex waits and wakes, `yield_thread`, every scheduler turn, a
+//!   thread's start and end, and, with the `failpoints` feature, core's
+//!   failpoints: between a ring slot's claim and publish, around the park
+//!   CAS, inside mailbox close).
 //! - **A seeded policy decides.** At every point it picks the next thread
 //!   among the runnable ones, and at every scheduler turn it picks which of
 //!   the queued actors runs next (`Platform::pick`; the run-next slot is
