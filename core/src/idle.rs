@@ -168,17 +168,8 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
     /// getting there (sleep step 3), which the caller published first.
     pub fn notify_worker(&self, i: usize) -> bool {
         fence(Ordering::SeqCst);
-        let found = {
-            let mut list = self.list.lock();
-            match list.iter().position(|&j| j == i) {
-                Some(pos) => {
-                    list.swap_remove(pos);
-                    self.nsleep.store(list.len() as u32, Ordering::SeqCst);
-                    true
-                }
-                None => false,
-            }
-        };
+        // The same removal a sleeper's own withdraw makes.
+        let found = self.withdraw(i);
         if found {
             self.wake(i);
         }
