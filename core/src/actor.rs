@@ -9,6 +9,7 @@
 //! | 2     | `PARKED`   | suspended, waiting for a wake; its registration is the only reference that can make it runnable |
 //! | 3     | `NOTIFIED` | `RUNNING`, and a wake arrived before its park completed   |
 //! | 4     | `DONE`     | exited; never runs again                                  |
+//! | 5     | `HELD`     | unwinding, waiting in place on its own OS thread (no switch while unwinding); a wake stores `RUNNING` and wakes that thread |
 //!
 //! # Lifecycle
 //!
@@ -34,6 +35,12 @@
 //!    CAS `RUNNING → NOTIFIED` (5b); from any other state a wake does nothing
 //!    (it will run anyway, or never again).
 //! 6. the actor's closure returns (or unwinds): the worker stores `DONE`.
+//! 7. an actor that waits while it unwinds (a destructor during a panic,
+//!    a kill or a cancellation) never switches (see `sched`'s "Unwinding"):
+//!    it CASes `RUNNING → HELD` itself and sleeps on the state word; a
+//!    wake CASes `HELD → RUNNING` and wakes the word (through the
+//!    runtime's [`Schedule::unpark`]), or absorbs as (5b) when it lands
+//!    before the CAS.
 //!
 //! # The park invariant
 //!
@@ -62,12 +69,17 @@ pub(crate) const RUNNING: u32 = 1;
 pub(crate) const PARKED: u32 = 2;
 pub(crate) const NOTIFIED: u32 = 3;
 pub(crate) const DONE: u32 = 4;
+pub(crate) const HELD: u32 = 5;
 
-/// Cancellation, set by a worker during shutdown before it resumes an actor.
+/// The `cancel` cell: nothing pending.
 pub(crate) const CANCEL_NONE: u8 = 0;
-/// The next resume point unwinds the actor.
+/// Set by a worker during shutdown before it resumes an actor: the next
+/// resume point unwinds the actor with [`Cancelled`].
 pub(crate) const CANCEL_REQUESTED: u8 = 1;
-/// The actor is unwinding: blocking calls return at once instead of parking.
+/// The actor is ending: a resume point raised its kill or cancellation, or
+/// its body has returned (or unwound) to the entry. Resume points never
+/// raise again, so an actor unwinds at most once and its exit path (actor
+/// locals, exit hooks) runs to the end.
 pub(crate) const CANCEL_UNWINDING: u8 = 2;
 
 /// The payload of the unwind that cancels an actor at shutdown.
@@ -92,6 +104,11 @@ pub(crate) enum Request {
     /// Back from a blocking call (sent from the detached thread): queue the
     /// actor, and retire this thread from worker duty.
     Rejoin,
+    /// The actor unwinds and must wait (see `sched`'s "Unwinding"): hand
+    /// the worker's duty to another thread, then resume the actor here,
+    /// still this worker's context but marked detached; it waits in place
+    /// and sends `Rejoin` once its unwind has been caught.
+    Detach,
     /// The actor overflowed its stack and was ended by recovery
     /// ([`crate::fault::overflow_exit`]): its stack is abandoned (never
     /// reused); wake this joiner, if any.
@@ -137,6 +154,9 @@ pub struct Actor {
     /// The join completer in the running entry frame (for an overflow
     /// recovery); owned by the running actor.
     pub(crate) abort_join: RawCell<Option<NonNull<dyn crate::join::AbortJoin>>>,
+    /// Detached from the scheduler while unwinding (`Request::Detach`),
+    /// until it rejoins; owned by the running actor.
+    pub(crate) detached: RawCell<bool>,
     /// Sanitizer fiber state (zero-sized without the sanitizer cfgs);
     /// owned like `sp`.
     #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
@@ -173,6 +193,7 @@ impl Actor {
             life,
             locals: RawCell::new(crate::local::Locals::default()),
             abort_join: RawCell::new(None),
+            detached: RawCell::new(false),
             reg: crate::sync::AtomicU64::new(crate::dump::UNREGISTERED),
             killed: crate::sync::AtomicBool::new(false),
             san: crate::san::ActorSan::new(),
@@ -195,6 +216,7 @@ impl Actor {
             let to = match s {
                 PARKED => RUNNABLE,
                 RUNNING => NOTIFIED,
+                HELD => RUNNING,
                 _ => return None,
             };
             // AcqRel: Release publishes what the waker wrote before waking
@@ -204,6 +226,13 @@ impl Actor {
                 .compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) if to == RUNNABLE => return Some(self),
+                Ok(_) if s == HELD => {
+                    // Step 7: the actor sleeps on its state word on its own
+                    // thread. Our Arc keeps the word alive for the wake.
+                    // SAFETY: an actor's runtime outlives it (`rt`'s doc).
+                    unsafe { self.rt.as_ref().unpark(&self.state) };
+                    return None;
+                }
                 Ok(_) => return None,
                 Err(now) => s = now,
             }

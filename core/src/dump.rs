@@ -17,7 +17,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::actor::{Actor, DONE, NOTIFIED, PARKED, RUNNABLE, RUNNING};
+use crate::actor::{Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING};
 use crate::counters::CounterSnapshot;
 use crate::lock::Mutex;
 use crate::platform::RawLock;
@@ -124,8 +124,10 @@ impl<L: RawLock> Shard<L> {
                 Arc::increment_strong_count(a);
                 Arc::from_raw(a)
             };
-            // Relaxed: a candidate; the wake's CAS decides.
-            if a.state.load(Ordering::Relaxed) == PARKED {
+            // Relaxed: a candidate; the wake's CAS decides. A `HELD` actor
+            // (unwinding, waiting in place) is woken to re-check too: at
+            // shutdown its waits give up (`sched::unwinding`).
+            if matches!(a.state.load(Ordering::Relaxed), PARKED | HELD) {
                 out.push(a);
             }
         }
@@ -212,7 +214,7 @@ impl ActorInfo {
             RUNNING | NOTIFIED if wait == WAIT_BLOCKING => ActorState::Blocking,
             RUNNING | NOTIFIED => ActorState::Running,
             RUNNABLE => ActorState::Runnable,
-            PARKED => match wait {
+            PARKED | HELD => match wait {
                 WAIT_MAILBOX => ActorState::WaitingMailbox,
                 WAIT_CHANNEL => ActorState::WaitingChannel,
                 WAIT_JOIN => ActorState::WaitingJoin,

@@ -12,6 +12,16 @@ pub const MIN_STACK_SIZE: usize = 16 * 1024;
 /// The largest stack the builder accepts (1 GiB).
 pub const MAX_STACK_SIZE: usize = 1 << 30;
 
+/// The most worker threads a runtime takes (the default, one per CPU, is
+/// capped here too). Each worker is an OS thread with its own stacks and
+/// memory maps; far past the CPU count they only cost (std aborts the
+/// process when a thread's set-up fails, at about 10,000 threads here).
+pub const MAX_WORKERS: usize = 1024;
+
+/// The largest run-queue ring the builder accepts, in slots (a full ring
+/// spills to an unbounded overflow, so a bigger one buys nothing).
+pub const MAX_QUEUE_CAPACITY: usize = 1 << 24;
+
 /// Why a runtime could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BuildError {
@@ -36,6 +46,22 @@ pub enum BuildError {
         /// What was asked for.
         requested: usize,
     },
+    /// The run-queue capacity was above [`MAX_QUEUE_CAPACITY`].
+    QueueTooLarge {
+        /// What was asked for.
+        requested: usize,
+        /// The maximum.
+        maximum: usize,
+    },
+    /// More workers than [`MAX_WORKERS`].
+    TooManyWorkers {
+        /// What was asked for.
+        requested: usize,
+        /// The maximum.
+        maximum: usize,
+    },
+    /// The thread-name prefix contains a NUL byte (OS thread names cannot).
+    ThreadName,
     /// `timeslice(Some(Duration::ZERO))`: use `None` to turn timeslices off.
     ZeroTimeslice,
     /// `long_hold` with a zero bound: every resume would be a long hold.
@@ -63,6 +89,19 @@ impl fmt::Display for BuildError {
             BuildError::QueueTooSmall { requested } => {
                 write!(f, "run-queue capacity {requested} is below the minimum of 2")
             }
+            BuildError::QueueTooLarge { requested, maximum } => {
+                write!(
+                    f,
+                    "run-queue capacity {requested} is above the maximum of {maximum}"
+                )
+            }
+            BuildError::TooManyWorkers { requested, maximum } => {
+                write!(
+                    f,
+                    "{requested} workers requested; a runtime takes at most {maximum}"
+                )
+            }
+            BuildError::ThreadName => f.write_str("the thread-name prefix contains a NUL byte"),
             BuildError::ZeroTimeslice => f.write_str(
                 "a zero timeslice would yield at every safe point; use timeslice(None) to turn them off",
             ),

@@ -428,8 +428,6 @@ impl<T, P: Platform> JoinHandle<T, P> {
     where
         T: Send + 'static,
     {
-        // SAFETY: `me` is alive while it runs (its worker holds an Arc).
-        let me_ref = unsafe { &*me };
         loop {
             // Acquire: pairs with `complete`'s swap and the poke's CAS.
             match self.slot.state.load(Ordering::Acquire) {
@@ -438,8 +436,8 @@ impl<T, P: Platform> JoinHandle<T, P> {
                 EMPTY if !self.register(me) => return Some(self.slot.take(self.id, &self.life.name)),
                 _ => {}
             }
-            // SAFETY: `cancel` is owned by the running actor (us).
-            if me_ref.cancel.with(|c| unsafe { *c }) == CANCEL_UNWINDING {
+            // Unwinding at shutdown: give up (the joined actor may never end).
+            if crate::sched::unwinding::<P>() {
                 return Some(Err(JoinError::cancelled(self.id, &self.life.name)));
             }
             match deadline {
@@ -524,6 +522,9 @@ where
             } else {
                 JoinError::cancelled(id, name)
             };
+            // Ending: no resume point raises again (`CANCEL_UNWINDING`).
+            // SAFETY: `cancel` is owned by the running actor (us).
+            actor.cancel.with_mut(|c| unsafe { *c = CANCEL_UNWINDING });
             // The body (and a mailbox it owns) goes first: once a monitor
             // or joiner hears of the end, sends to the actor fail.
             drop(f);
@@ -546,6 +547,18 @@ where
         });
         // SAFETY: as above.
         unsafe { *actor.abort_join.get() = None };
+        // The body is over: the actor is ending, and its exit path (actor
+        // locals, exit hooks, which may reach safe points) runs to the end:
+        // no resume point raises a kill or cancellation from here on.
+        // SAFETY: `cancel` and `detached` are owned by the running actor.
+        unsafe {
+            *actor.cancel.get() = CANCEL_UNWINDING;
+            if *actor.detached.get() {
+                // The unwind was caught on the thread it started on: back
+                // to the scheduler (sched's "Unwinding", step 5).
+                crate::sched::rejoin::<P>(actor);
+            }
+        }
         let r = match (r, out) {
             (Ok(()), Some(v)) => Ok(v),
             (Ok(()), None) => Err(JoinError::cancelled(id, &actor.life.name)),

@@ -52,7 +52,7 @@ mod wait;
 pub use actor::Cancelled;
 pub use arch::{Arch, EntryFn};
 pub use counters::CounterSnapshot;
-pub use error::{BuildError, SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
+pub use error::{BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE};
 pub use join::{JoinError, JoinHandle};
 pub use life::{current, link, trap_exits_into, ActorRef, Down, ExitReason, Killed, Monitor};
 pub use mailbox::{Addr, Mailbox, SendError};
@@ -197,8 +197,8 @@ macro_rules! port_api {
             SendError,
         };
         pub use $crate::{
-            ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE, MAX_STACK_SIZE,
-            MIN_STACK_SIZE,
+            ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
+            MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
         };
 
         /// The sending half of an unbounded channel (clone it; send from
@@ -360,7 +360,10 @@ macro_rules! port_api {
 
         /// The calling actor traps exits: a linked actor's abnormal exit
         /// arrives at `to` as `f(down)` instead of killing the caller.
-        pub fn trap_exits_into<M: Send + 'static>(to: &Addr<M>, f: fn(Down) -> M) -> bool {
+        pub fn trap_exits_into<M: Send + 'static>(
+            to: &Addr<M>,
+            f: impl Fn(Down) -> M + Send + Sync + 'static,
+        ) -> bool {
             $crate::trap_exits_into::<$platform, M>(to, f)
         }
 

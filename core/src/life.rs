@@ -239,6 +239,12 @@ pub(crate) struct Life {
     /// (an overflow recovery abandons the frame that holds it); set once,
     /// before the `Life` is shared.
     pub(crate) mailbox: RawCell<Option<Weak<dyn CloseDead>>>,
+    /// The ids of the actors linked with this one (so a second `link` to
+    /// the same partner adds nothing), under `links_lock`.
+    links: RawCell<alloc::vec::Vec<u64>>,
+    /// A spin lock for `links` (held for a lookup and a push: links are
+    /// rare, and a link never waits while holding it).
+    links_lock: AtomicBool,
 }
 
 /// A mailbox whose owner is gone without dropping it.
@@ -277,6 +283,8 @@ impl Life {
             stack,
             recover_overflow: AtomicBool::new(false),
             mailbox: RawCell::new(None),
+            links: RawCell::new(alloc::vec::Vec::new()),
+            links_lock: AtomicBool::new(false),
         })
     }
 
@@ -346,6 +354,57 @@ impl Life {
             // SAFETY: `p` was never published.
             drop(unsafe { Box::from_raw(p) });
         }
+    }
+
+    /// Takes the `links` lock (spinning, then yielding the thread).
+    fn lock_links<P: Platform>(&self) {
+        let mut backoff = crate::sync::Backoff::new();
+        // Acquire: pairs with the Release store in `unlock_links`.
+        while self
+            .links_lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if backoff.snooze() {
+                P::yield_thread();
+            }
+        }
+    }
+
+    fn unlock_links(&self) {
+        // Release: publishes the `links` writes to the next locker.
+        self.links_lock.store(false, Ordering::Release);
+    }
+
+    /// Records a link with `other` in both sets; `false` if they were
+    /// linked already. Locks the two sets in id order (no deadlock).
+    fn add_link<P: Platform>(&self, other: &Life) -> bool {
+        let (lo, hi) = if self.id < other.id {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        lo.lock_links::<P>();
+        if !ptr::eq(lo, hi) {
+            hi.lock_links::<P>();
+        }
+        // SAFETY: both locks are held (or the one, for a self-link).
+        let new = unsafe {
+            let mine = &mut *self.links.get();
+            let new = !mine.contains(&other.id);
+            if new {
+                mine.push(other.id);
+                if !ptr::eq(self, other) {
+                    (*other.links.get()).push(self.id);
+                }
+            }
+            new
+        };
+        if !ptr::eq(lo, hi) {
+            hi.unlock_links();
+        }
+        lo.unlock_links();
+        new
     }
 
     /// Delivers a linked actor's abnormal exit through the trap, if set.
@@ -452,8 +511,13 @@ impl<P: Platform> ActorRef<P> {
 
     /// Delivers the [`Down`] notice, mapped by `f`, to the mailbox `to` (an
     /// actor watching several others waits on its one mailbox). A mailbox
-    /// closed by then drops it.
-    pub fn monitor_into<M: Send + 'static>(&self, to: &Addr<M, P>, f: fn(Down) -> M) {
+    /// closed by then drops it. `f` may carry context (a closure); it runs
+    /// once, on the ending actor's exit path.
+    pub fn monitor_into<M: Send + 'static>(
+        &self,
+        to: &Addr<M, P>,
+        f: impl FnOnce(Down) -> M + Send + 'static,
+    ) {
         let to = to.clone();
         self.on_exit(Box::new(move |d: &Down| {
             let _ = to.send(f(d.clone()));
@@ -501,11 +565,16 @@ pub fn current<P: Platform>() -> Option<ActorRef<P>> {
 /// (`Panicked` or `Killed`) the other is killed, unless it traps exits
 /// ([`trap_exits_into`]). Returns `false` on a plain thread (nothing to
 /// link). Linking to an actor that already ended abnormally kills the
-/// caller at its next resume point, as in Erlang.
+/// caller at its next resume point, as in Erlang. Idempotent, as Erlang's:
+/// linking again to the same partner (from either side) adds nothing, and
+/// one exit delivers one notice; linking to itself does nothing.
 pub fn link<P: Platform>(other: &ActorRef<P>) -> bool {
     let Some(me) = current::<P>() else {
         return false;
     };
+    if me.life.id == other.life.id || !me.life.add_link::<P>(&other.life) {
+        return true;
+    }
     let (to_other, to_me) = (other.life.clone(), me.life.clone());
     me.on_exit(Box::new(move |d: &Down| propagate(&to_other, d)));
     other.on_exit(Box::new(move |d: &Down| propagate(&to_me, d)));
@@ -524,16 +593,27 @@ fn propagate(peer: &Life, d: &Down) {
 
 /// Makes the calling actor trap exits: a linked actor's abnormal exit is
 /// delivered to `to` (normally the caller's own mailbox), mapped by `f`,
-/// instead of killing the caller. Returns `false` on a plain thread.
-pub fn trap_exits_into<P: Platform, M: Send + 'static>(to: &Addr<M, P>, f: fn(Down) -> M) -> bool {
+/// instead of killing the caller. Returns `false` on a plain thread; the
+/// first call wins.
+///
+/// The trap holds `to` weakly: it keeps no mailbox (and so no actor)
+/// alive, and a notice for a mailbox that is gone or closed is not
+/// delivered, so the link kills the caller instead (it has ended anyway,
+/// or it is ending). Context `f` captures lives until the caller's last
+/// handle is dropped.
+pub fn trap_exits_into<P: Platform, M: Send + 'static>(
+    to: &Addr<M, P>,
+    f: impl Fn(Down) -> M + Send + Sync + 'static,
+) -> bool {
     let Some(a) = crate::sched::current_actor::<P>() else {
         return false;
     };
-    let to = to.clone();
+    let to = to.downgrade();
     // SAFETY: the running actor is alive while it runs.
     unsafe {
-        (*a).life
-            .set_trap(Box::new(move |d: &Down| to.send(f(d.clone())).is_ok()))
+        (*a).life.set_trap(Box::new(move |d: &Down| {
+            to.upgrade().is_some_and(|to| to.send(f(d.clone())).is_ok())
+        }))
     };
     true
 }

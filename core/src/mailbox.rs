@@ -203,6 +203,33 @@ pub(crate) fn pair<M: Send, P: Platform>(life: Arc<Life>) -> (Mailbox<M, P>, Add
     )
 }
 
+/// An address that does not keep the mailbox alive (an exit trap's: see
+/// `life::trap_exits_into`).
+pub(crate) struct WeakAddr<M, P: Platform> {
+    shared: Weak<Shared<M>>,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<M, P: Platform> WeakAddr<M, P> {
+    /// The address, if the mailbox's shared half is still alive.
+    pub(crate) fn upgrade(&self) -> Option<Addr<M, P>> {
+        self.shared.upgrade().map(|shared| Addr {
+            shared,
+            _p: PhantomData,
+        })
+    }
+}
+
+impl<M, P: Platform> Addr<M, P> {
+    /// A weak copy of this address.
+    pub(crate) fn downgrade(&self) -> WeakAddr<M, P> {
+        WeakAddr {
+            shared: Arc::downgrade(&self.shared),
+            _p: PhantomData,
+        }
+    }
+}
+
 impl<M: Send, P: Platform> Addr<M, P> {
     /// The receiving actor's id.
     pub fn id(&self) -> u64 {

@@ -110,6 +110,18 @@ pub enum StackError {
         /// The OS error code (ENOMEM).
         errno: i32,
     },
+    /// Refused before the OS would run out: the runtime's stacks already
+    /// use the share of the process's memory maps a port allows them
+    /// (Linux: all of `vm.max_map_count` but a reserve of an eighth, at
+    /// least 1,024 entries, kept for malloc, threads and the loader, so the
+    /// rest of the process still works when actors are this many). Raise
+    /// `vm.max_map_count` or keep fewer actors alive at once.
+    MapReserve {
+        /// Stacks mapped when the spawn was refused.
+        stacks: usize,
+        /// The process's map limit (`vm.max_map_count`).
+        max_map_count: usize,
+    },
     /// Any other OS error.
     Os {
         /// The OS error code.
@@ -125,6 +137,15 @@ impl fmt::Display for StackError {
                 "out of memory or address-space maps mapping an actor stack (errno {errno}); \
                  each guarded stack takes two map entries: raise vm.max_map_count \
                  (sysctl) or keep fewer actors alive at once"
+            ),
+            StackError::MapReserve {
+                stacks,
+                max_map_count,
+            } => write!(
+                f,
+                "{stacks} actor stacks are mapped, the most that leaves the rest of the process \
+                 its reserve of vm.max_map_count ({max_map_count}; each guarded stack takes two \
+                 entries): raise vm.max_map_count (sysctl) or keep fewer actors alive at once"
             ),
             StackError::Os { errno } => write!(f, "mapping an actor stack failed (errno {errno})"),
         }
@@ -233,6 +254,10 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload>;
     /// Starts unwinding with `payload` without calling the panic hook.
     fn resume_unwind(payload: PanicPayload) -> !;
+    /// Whether the calling OS thread is unwinding (std's
+    /// `thread::panicking()`, which counts panics per OS thread: core never
+    /// switches an actor off its thread while this is true).
+    fn panicking() -> bool;
     /// Prints `msg` to the error stream and aborts the process.
     fn abort(msg: &str) -> !;
 }

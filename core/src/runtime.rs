@@ -30,7 +30,7 @@ use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crate::counters::CounterSnapshot;
-use crate::error::{BuildError, SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
+use crate::error::{BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE};
 use crate::join::JoinHandle;
 use crate::mailbox::{self, Addr, Mailbox};
 use crate::platform::Platform;
@@ -83,7 +83,8 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         }
     }
 
-    /// Number of worker threads (at least 1; default: the CPU count).
+    /// Number of worker threads (1 to [`MAX_WORKERS`](crate::MAX_WORKERS);
+    /// default: the CPU count, capped there).
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
         self
@@ -97,14 +98,16 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         self
     }
 
-    /// Ring slots of the run queue before it spills (at least 2; rounded up
-    /// to a power of two).
+    /// Ring slots of the run queue before it spills (2 to
+    /// [`MAX_QUEUE_CAPACITY`](crate::MAX_QUEUE_CAPACITY); rounded up to a
+    /// power of two).
     pub fn queue_capacity(mut self, n: usize) -> Self {
         self.queue_capacity = n;
         self
     }
 
-    /// Prefix of the worker threads' names (`PREFIX-0`, `PREFIX-1`, ...).
+    /// Prefix of the worker threads' names (`PREFIX-0`, `PREFIX-1`, ...;
+    /// no NUL bytes).
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
         self.thread_name = prefix.into();
         self
@@ -135,9 +138,18 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
 
     /// Checks the configuration and starts the workers.
     pub fn build(self) -> Result<Runtime<P, Q>, BuildError> {
-        let workers = self.workers.unwrap_or_else(P::cpu_count);
+        let workers = self.workers.unwrap_or_else(|| P::cpu_count().min(MAX_WORKERS));
         if workers == 0 {
             return Err(BuildError::ZeroWorkers);
+        }
+        if workers > MAX_WORKERS {
+            return Err(BuildError::TooManyWorkers {
+                requested: workers,
+                maximum: MAX_WORKERS,
+            });
+        }
+        if self.thread_name.contains('\0') {
+            return Err(BuildError::ThreadName);
         }
         if self.stack_size < MIN_STACK_SIZE {
             return Err(BuildError::StackTooSmall {
@@ -154,6 +166,12 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         if self.queue_capacity < 2 {
             return Err(BuildError::QueueTooSmall {
                 requested: self.queue_capacity,
+            });
+        }
+        if self.queue_capacity > MAX_QUEUE_CAPACITY {
+            return Err(BuildError::QueueTooLarge {
+                requested: self.queue_capacity,
+                maximum: MAX_QUEUE_CAPACITY,
             });
         }
         if self.timeslice == Some(Duration::ZERO) {

@@ -52,6 +52,38 @@
 //! When `f` returns, the actor switches back (`Request::Rejoin`): this
 //! thread queues it, leaves worker duty and waits as a spare.
 //!
+//! # Unwinding: no switch while `panicking()`
+//!
+//! std counts panics per OS thread (`thread::panicking()` reads that
+//! count) and uncounts one where the unwind is caught. An actor that
+//! switched out while unwinding would leave its thread's count raised for
+//! every actor run there meanwhile (their `std::sync::Mutex` guards would
+//! poison on drop), and one caught on another worker would uncount it
+//! there. So, while [`Platform::panicking`] is true (a panic, or a kill or
+//! cancellation raised at a resume point, is unwinding), an actor never
+//! switches:
+//!
+//! 1. a yield (and a spent timeslice) does nothing;
+//! 2. a spawn queues the child instead of running it first;
+//! 3. the first wait *detaches* the actor (`Request::Detach`): its worker
+//!    hands its duty to a spare thread, as for [`blocking`], and resumes
+//!    the actor on this same thread, whose worker context stays current
+//!    but is marked detached (the actor keeps its id, actor-locals and
+//!    spawn; its wakes and spawns go to the run queue);
+//! 4. a detached actor's waits (and every wait while unwinding) happen in
+//!    place: it stores `HELD` in its state word and sleeps on it; a wake
+//!    stores `RUNNING` and wakes the word (see [`crate::actor`], step 7);
+//!    `blocking(f)` runs `f` in place;
+//! 5. once the unwind is caught (at the entry, or by the actor's own
+//!    `catch_unwind`), the actor rejoins (`Request::Rejoin`): this thread
+//!    queues it and leaves worker duty, and it resumes on any worker.
+//!
+//! Resume points never start an unwind inside one (a kill that arrives
+//! while an actor unwinds, or after its body returned, is absorbed: the
+//! actor unwinds once, and its exit path runs to the end). Waits while
+//! unwinding wait for as long as the runtime runs; once it is shutting
+//! down they give up at once where the call can say so ([`unwinding`]).
+//!
 //! # Thread-locals across migration
 //!
 //! An actor may resume on another worker. The worker context is found only
@@ -66,7 +98,7 @@ use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 use crate::actor::{
-    Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, NOTIFIED, PARKED,
+    Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, HELD, NOTIFIED, PARKED,
     RUNNABLE, RUNNING,
 };
 use crate::arch::Arch;
@@ -110,6 +142,9 @@ pub(crate) trait Schedule: Send + Sync {
     /// the caller is one of this runtime's workers (the wake-slot handoff),
     /// else onto the run queue, waking an idle worker if needed.
     fn schedule(&self, a: Arc<Actor>);
+    /// Wakes the OS thread of an actor waiting in place on `word` (its
+    /// state word; step 7 of [`crate::actor`]).
+    fn unpark(&self, word: &AtomicU32);
 }
 
 /// Schedules `a` on its own runtime.
@@ -231,9 +266,12 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) timers: Timers<P::Lock>,
     /// Timeslice length in cycles (0: no timeslices).
     pub(crate) slice_cycles: u64,
-    /// Actors inside a blocking call (off any worker); shutdown waits for
-    /// them to come back.
+    /// Actors inside a blocking call or detached while unwinding (off any
+    /// worker); shutdown waits for them to come back.
     pub(crate) blocked: AtomicUsize,
+    /// Of those, the ones detached while unwinding (they may wait on
+    /// parked actors: shutdown sweeps those while these wait).
+    pub(crate) unwinders: AtomicUsize,
     /// Threads waiting to take over a worker (see [`Spare`]).
     pub(crate) spares: Mutex<P::Lock, Vec<Arc<Spare>>>,
     /// Threads started for blocking-call handoffs (joined at shutdown).
@@ -279,6 +317,10 @@ pub(crate) struct WorkerCtx<P: Platform> {
     pub(crate) core: *const RtCore<P>,
     pub(crate) index: usize,
     pub(crate) current: *const Actor,
+    /// This thread hosts a detached unwinding actor (`Request::Detach`):
+    /// worker `index` is served by another thread now, so actor-side code
+    /// must not touch its shared state (run-next slot, counters).
+    pub(crate) detached: bool,
     pub(crate) stacks: Vec<RawStack>,
     pub(crate) nodes: NodeCache,
     /// Consecutive actors run from the run-next slot (see [`RUN_NEXT_CAP`]).
@@ -308,13 +350,14 @@ impl<P: Platform> RtCore<P> {
         } = cfg;
         let slice_cycles = timeslice.map_or(0, |d| duration_to_cycles::<P>(d).max(1));
         let (hold_ns, hold_hook) = match hold {
-            Some((d, hook)) => ((d.as_nanos() as u64).max(1), hook),
+            Some((d, hook)) => ((d.as_nanos().min(u64::MAX as u128) as u64).max(1), hook),
             None => (0, None),
         };
         RtCore {
             timers: Timers::new(),
             slice_cycles,
             blocked: AtomicUsize::new(0),
+            unwinders: AtomicUsize::new(0),
             spares: Mutex::new(Vec::new()),
             extra_threads: Mutex::new(Vec::new()),
             hold_ns,
@@ -447,14 +490,24 @@ pub(crate) fn current_actor<P: Platform>() -> Option<*const Actor> {
     (!cur.is_null()).then_some(cur)
 }
 
-/// Whether the caller is an actor unwinding from a shutdown cancellation:
-/// a wait would never end (nobody resumes it), so blocking calls give up.
+/// Whether a wait of the caller must give up at once: the caller is an
+/// actor that unwinds (or runs its exit path) while its runtime shuts
+/// down, when whoever would answer may be going away too. Waits that can
+/// say so fail (a disconnect, a timeout, `Cancelled`); the others wait.
 pub(crate) fn unwinding<P: Platform>() -> bool {
-    match current_actor::<P>() {
-        // SAFETY: `a` is the running actor (us), which owns its `cancel`
-        // cell (see `Actor`'s field doc) and is alive while it runs.
-        Some(a) => unsafe { (*a).cancel.with(|c| *c) == CANCEL_UNWINDING },
-        None => false,
+    let c = ctx::<P>();
+    if c.is_null() {
+        return false;
+    }
+    // SAFETY: a non-null context is this thread's live worker context; a
+    // non-null `current` is the running actor (us), which owns `cancel`.
+    unsafe {
+        let a = (*c).current;
+        // Relaxed: the flag is set once; a late read waits once more and
+        // is woken by shutdown's sweep.
+        !a.is_null()
+            && (*(*c).core).shutdown.load(Ordering::Relaxed)
+            && (*(*a).cancel.get() == CANCEL_UNWINDING || P::panicking())
     }
 }
 
@@ -470,20 +523,21 @@ pub fn current_name<P: Platform>() -> Option<Arc<str>> {
     current_actor::<P>().and_then(|a| unsafe { (&*a).life.name.clone() })
 }
 
-/// The index of the worker the caller runs on; `None` off the runtime.
+/// The index of the worker the caller runs on; `None` off the runtime
+/// (and for an actor detached while it unwinds).
 pub fn current_worker<P: Platform>() -> Option<usize> {
     let c = ctx::<P>();
     // SAFETY: as in `current_actor`.
-    (!c.is_null()).then(|| unsafe { (*c).index })
+    (!c.is_null() && unsafe { !(*c).detached }).then(|| unsafe { (*c).index })
 }
 
 /// Hands `req` to the worker and switches to it; returns when resumed (on
-/// whichever worker), unwinding if the runtime is shutting down.
+/// whichever worker). No resume point: callers run [`resume_point`].
 ///
 /// # Safety
 ///
-/// `me` is the calling (running) actor.
-unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
+/// `me` is the calling (running) actor, not unwinding.
+unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::local::check_switch(me);
@@ -494,17 +548,154 @@ unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
         crate::san::actor_resumed(&*me);
         // Resumed: `back` is the sp of the worker that resumed us.
         *(*me).sched_sp.get() = back;
-        if *(*me).cancel.get() == CANCEL_REQUESTED {
-            *(*me).cancel.get() = CANCEL_UNWINDING;
-            P::resume_unwind(alloc::boxed::Box::new(Cancelled));
+    }
+}
+
+/// A resume point: unwinds the actor if the runtime is cancelling it or it
+/// was killed, unless it is already unwinding or ending (module doc,
+/// "Unwinding": an actor unwinds once).
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor.
+#[inline(always)]
+unsafe fn resume_point<P: Platform>(me: *const Actor) {
+    // SAFETY: the running actor owns `cancel`.
+    unsafe {
+        let c = *(*me).cancel.get();
+        if c == CANCEL_REQUESTED {
+            raise::<P>(me, alloc::boxed::Box::new(Cancelled));
         }
         // Relaxed: pairs with the kill's Release store; a parked actor's
         // kill is ordered by its wake (the state CAS), a running one's is
         // seen at this or a later resume.
-        if *(*me).cancel.get() == CANCEL_NONE && (*me).killed.load(Ordering::Relaxed) {
-            *(*me).cancel.get() = CANCEL_UNWINDING;
-            P::resume_unwind(alloc::boxed::Box::new(crate::life::Killed));
+        if c == CANCEL_NONE && (*me).killed.load(Ordering::Relaxed) {
+            raise::<P>(me, alloc::boxed::Box::new(crate::life::Killed));
         }
+    }
+}
+
+/// Starts the actor's cancellation or kill unwind, unless it is unwinding
+/// already (then the kill is absorbed: raising inside a destructor would
+/// abort the process).
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor.
+#[cold]
+unsafe fn raise<P: Platform>(me: *const Actor, payload: crate::platform::PanicPayload) {
+    if P::panicking() {
+        return;
+    }
+    // SAFETY: the running actor owns `cancel`.
+    unsafe { *(*me).cancel.get() = CANCEL_UNWINDING };
+    P::resume_unwind(payload)
+}
+
+/// Hands `req` to the worker, switches to it and, once resumed, runs the
+/// resume point; while the actor unwinds, does what the module doc's
+/// "Unwinding" says instead of switching.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor.
+#[inline]
+unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
+    // SAFETY: contract.
+    unsafe {
+        if P::panicking() {
+            return suspend_unwinding::<P>(me, req);
+        }
+        if *(*me).detached.get() {
+            // The unwind was caught inside the actor (its own
+            // `catch_unwind`): back to the scheduler first.
+            rejoin::<P>(me);
+            if matches!(req, Request::Park | Request::Yield) {
+                // The rejoin queued us (a yield); a park re-checks.
+                return resume_point::<P>(me);
+            }
+        }
+        switch_out::<P>(me, req);
+        resume_point::<P>(me);
+    }
+}
+
+/// `suspend` while the actor unwinds: steps 1-4 of the module doc's
+/// "Unwinding".
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor, unwinding.
+#[cold]
+unsafe fn suspend_unwinding<P: Platform>(me: *const Actor, req: Request) {
+    // SAFETY: contract.
+    unsafe {
+        match req {
+            Request::Yield => {}
+            Request::Spawn(child) => schedule(child),
+            Request::Park => {
+                detach::<P>(me);
+                park_in_place::<P>(me);
+            }
+            _ => P::abort("smarm: an unwinding actor asked its worker for a switch it cannot make"),
+        }
+    }
+}
+
+/// Detaches the unwinding actor from the scheduler (step 3 of "Unwinding"),
+/// if it is not already.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor, unwinding.
+unsafe fn detach<P: Platform>(me: *const Actor) {
+    // SAFETY: the running actor owns `detached`; the switch returns on
+    // this same thread (the worker side resumes us in place).
+    unsafe {
+        if !*(*me).detached.get() {
+            switch_out::<P>(me, Request::Detach);
+            *(*me).detached.get() = true;
+        }
+    }
+}
+
+/// Back to the scheduler after an unwind detached the actor (step 5 of
+/// "Unwinding"): this thread queues it and leaves worker duty; returns on
+/// whichever worker resumes it.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor, detached, no longer unwinding.
+pub(crate) unsafe fn rejoin<P: Platform>(me: *const Actor) {
+    // SAFETY: contract; the running actor owns `detached`.
+    unsafe {
+        *(*me).detached.get() = false;
+        switch_out::<P>(me, Request::Rejoin);
+    }
+}
+
+/// Step 4 of "Unwinding": waits on this thread until a wake (see
+/// [`crate::actor`], step 7). May return spuriously; callers re-check.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor.
+unsafe fn park_in_place<P: Platform>(me: *const Actor) {
+    // SAFETY: the running actor is alive while it runs.
+    let state = unsafe { &(*me).state };
+    // AcqRel: Release publishes our registration's writes to a waker that
+    // sees HELD; Acquire sees a NOTIFIED waker's writes.
+    match state.compare_exchange(RUNNING, HELD, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => loop {
+            P::wait(state, HELD, None);
+            // Acquire: pairs with the waker's AcqRel CAS out of HELD.
+            if state.load(Ordering::Acquire) != HELD {
+                return;
+            }
+        },
+        // A wake landed since the registration: consume it.
+        Err(NOTIFIED) => state.store(RUNNING, Ordering::Relaxed),
+        Err(_) => P::abort("smarm: an actor waiting in place was not running"),
     }
 }
 
@@ -527,12 +718,7 @@ pub(crate) fn park<P: Platform>(what: u8) {
 pub fn yield_now<P: Platform>() {
     match current_actor::<P>() {
         // SAFETY: `a` is the running actor.
-        Some(a) => unsafe {
-            if *(*a).cancel.get() == CANCEL_UNWINDING {
-                return;
-            }
-            suspend::<P>(a, Request::Yield)
-        },
+        Some(a) => unsafe { suspend::<P>(a, Request::Yield) },
         None => P::yield_thread(),
     }
 }
@@ -605,8 +791,7 @@ pub fn sleep_until<P: Platform>(deadline: u64) {
         }
         return;
     };
-    // SAFETY: the running actor owns `cancel`.
-    if unsafe { *(*me).cancel.get() } == CANCEL_UNWINDING || P::now_ns() >= deadline {
+    if unwinding::<P>() || P::now_ns() >= deadline {
         return;
     }
     // SAFETY: `me` is the running actor, alive while it runs; the entry
@@ -707,10 +892,9 @@ unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
     // SAFETY: contract; no reference is held across the yield.
     unsafe {
         let me = (*c).current;
-        if *(*me).cancel.get() == CANCEL_UNWINDING {
-            return;
+        if !(*c).detached {
+            (*(*c).core).workers[(*c).index].counters.timeslice_expiries(1);
         }
-        (*(*c).core).workers[(*c).index].counters.timeslice_expiries(1);
         suspend::<P>(me, Request::Yield);
     }
 }
@@ -726,14 +910,26 @@ pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
     let Some(me) = current_actor::<P>() else {
         return f();
     };
-    // SAFETY: the running actor owns `cancel`.
-    if unsafe { *(*me).cancel.get() } == CANCEL_UNWINDING {
-        return f();
+    // SAFETY: `me` is the running actor, which owns `detached`.
+    unsafe {
+        if P::panicking() {
+            // Unwinding: no switch (module doc): `f` runs in place, after
+            // the worker's duty has moved to another thread.
+            detach::<P>(me);
+            return f();
+        }
+        if *(*me).detached.get() {
+            rejoin::<P>(me);
+        }
+        // A resume point: a pending kill unwinds here, before the handoff.
+        resume_point::<P>(me);
     }
     crate::dump::waiting_on(me, crate::dump::WAIT_BLOCKING);
     // SAFETY: `me` is the running actor; the worker hands its duty away and
-    // resumes us on this thread, detached (no current worker).
-    unsafe { suspend::<P>(me, Request::Block) };
+    // resumes us on this thread, detached (no current worker). No resume
+    // point here: an unwind must not start off the runtime (it would reach
+    // the entry without rejoining); a kill shows after the rejoin.
+    unsafe { switch_out::<P>(me, Request::Block) };
     let mut f = Some(f);
     let mut out = None;
     let r = P::catch_unwind(&mut || {
@@ -744,9 +940,13 @@ pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
     crate::dump::waiting_on(me, crate::dump::WAIT_NONE);
     // SAFETY: as above; the thread's old worker frame requeues us and
     // retires (the actor resumes on whichever worker takes it).
-    unsafe { suspend::<P>(me, Request::Rejoin) };
+    unsafe { switch_out::<P>(me, Request::Rejoin) };
     match (r, out) {
-        (Ok(()), Some(v)) => v,
+        (Ok(()), Some(v)) => {
+            // SAFETY: `me` is the running actor (on a worker again).
+            unsafe { resume_point::<P>(me) };
+            v
+        }
         (Err(payload), _) => P::resume_unwind(payload),
         (Ok(()), None) => P::abort("smarm: a blocking call returned without a value"),
     }
@@ -801,15 +1001,28 @@ where
         }
         let id = (*c).id_next;
         (*c).id_next += 1;
-        core.workers[(*c).index].counters.spawned(1);
+        if !(*c).detached {
+            core.workers[(*c).index].counters.spawned(1);
+        }
         let life = Life::new(id, name, stack.usable_range());
         let body = build(&life);
         let (child, handle) = core.new_actor::<F, T>(id, life, stack, body);
         core.registry[(*c).index].add((*c).index as u32, &child);
         (child, handle)
     };
-    // SAFETY: `me` is the running actor.
-    unsafe { suspend::<P>(me, Request::Spawn(child)) };
+    // SAFETY: `me` is the running actor. No resume point after the switch:
+    // the caller gets the child's handle even if it was killed meanwhile
+    // (the kill unwinds it at its next resume point).
+    unsafe {
+        if P::panicking() {
+            suspend_unwinding::<P>(me, Request::Spawn(child));
+        } else {
+            if *(*me).detached.get() {
+                rejoin::<P>(me);
+            }
+            switch_out::<P>(me, Request::Spawn(child));
+        }
+    }
     Ok(handle)
 }
 
@@ -888,7 +1101,9 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     fn schedule(&self, a: Arc<Actor>) {
         let c = ctx::<P>();
         // SAFETY: a non-null context is this thread's live worker context.
-        if !c.is_null() && ptr::eq(unsafe { (*c).core }, &self.core) {
+        // A detached one's worker is served by another thread (its slot is
+        // not ours to fill): queue instead.
+        if !c.is_null() && ptr::eq(unsafe { (*c).core }, &self.core) && unsafe { !(*c).detached } {
             // The wake-slot handoff: the woken actor runs next here.
             // SAFETY: as above.
             let w = &self.core.workers[unsafe { (*c).index }];
@@ -900,6 +1115,10 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
                 self.core.outside.shared_wakeups(1);
             }
         }
+    }
+
+    fn unpark(&self, word: &AtomicU32) {
+        P::wake_all(word);
     }
 }
 
@@ -1111,11 +1330,17 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             // the cancellation and parks again is left after a few sweeps.
             let others_idle = core.idle.sleepers() as usize + 1 >= core.workers.len();
             let blocked = core.blocked.load(Ordering::SeqCst);
+            // Read after `blocked` (both SeqCst): an unwinder leaving
+            // decrements this first, so a stale pair errs towards "a
+            // blocking call is in flight" (no sweep yet).
+            let unwinders = core.unwinders.load(Ordering::SeqCst);
             if core.live.load(Ordering::SeqCst) == 0 {
                 self.finish();
                 return true;
             }
-            if others_idle && blocked == 0 {
+            // Detached unwinders may wait on parked actors: sweep those
+            // while they wait, but finish only once they are back.
+            if others_idle && blocked == unwinders {
                 // Relaxed: a bound on retries, not a protocol.
                 if core.sweeps.fetch_add(1, Ordering::Relaxed) < SHUTDOWN_SWEEPS && self.wake_parked() > 0 {
                     return false;
@@ -1128,8 +1353,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 if self.has_work() {
                     return false;
                 }
-                self.finish();
-                return true;
+                if blocked == 0 {
+                    self.finish();
+                    return true;
+                }
             }
         }
         let w = &core.workers[index];
@@ -1371,6 +1598,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     self.core.blocked.fetch_sub(1, Ordering::SeqCst);
                     Next::Retire
                 }
+                Request::Detach => self.detached(ctx, index, a),
                 Request::Overflowed(wake) => {
                     // The frames on the stack were abandoned without
                     // unwinding and may have lent its memory out (scoped
@@ -1390,6 +1618,73 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 }
                 Request::None => P::abort("smarm: an actor switched out without a request"),
             }
+        }
+    }
+
+    /// `Request::Detach` (module doc, "Unwinding", step 3): hands worker
+    /// `index` to another thread and resumes the unwinding actor here,
+    /// with this context marked detached, until it sends `Rejoin`. If no
+    /// thread can take over (the OS refused one), this thread keeps the
+    /// duty and serves it again once the actor rejoins (meanwhile the
+    /// worker waits with the actor, as `blocking` without a thread does).
+    ///
+    /// # Safety
+    ///
+    /// As [`run`](Self::run); `a` has just switched out with `Detach`.
+    #[cold]
+    unsafe fn detached(&self, ctx: *mut WorkerCtx<P>, index: usize, a: Arc<Actor>) -> Next {
+        let core = &self.core;
+        core.blocked.fetch_add(1, Ordering::SeqCst);
+        core.unwinders.fetch_add(1, Ordering::SeqCst);
+        let handed = self.hand_off(index);
+        // SAFETY: (whole body) `ctx` is ours; we own `a` until it is queued.
+        unsafe {
+            // From here on, if `handed`, this thread is no longer worker
+            // `index`: neither it nor the actor touches that worker's
+            // shared state (the context's own caches stay ours).
+            (*ctx).detached = true;
+            (*ctx).current = Arc::as_ptr(&a);
+            let to = *a.sp.get();
+            let san = crate::san::worker_to_actor(&a);
+            let back = <P::Arch as Arch>::switch(to);
+            crate::san::worker_resumed(san);
+            *a.sp.get() = back;
+            (*ctx).current = ptr::null();
+            (*ctx).detached = false;
+            let req = mem::replace(&mut *a.request.get(), Request::None);
+            core.unwinders.fetch_sub(1, Ordering::SeqCst);
+            match req {
+                Request::Rejoin => {}
+                Request::Overflowed(wake) => {
+                    // Overflow recovery while detached: as in `run`, the
+                    // stack is abandoned; the joiner is woken through the
+                    // queue (this thread may own no worker).
+                    let _leaked: Option<RawStack> = (*a.stack.get()).take();
+                    crate::san::retired(&a);
+                    // Release: debugging aid (as in `retire`).
+                    a.state.store(DONE, Ordering::Release);
+                    self.unregister(&a);
+                    drop(a);
+                    let left = core.live.fetch_sub(1, Ordering::SeqCst) - 1;
+                    if left == 0 && core.shutdown.load(Ordering::SeqCst) {
+                        core.idle.notify_all();
+                    }
+                    if let Some(j) = wake.and_then(Actor::wake) {
+                        self.push_outside(j);
+                    }
+                    core.blocked.fetch_sub(1, Ordering::SeqCst);
+                    return if handed { Next::Retire } else { Next::Find };
+                }
+                _ => P::abort("smarm: a detached actor switched out without rejoining"),
+            }
+            if !handed {
+                core.blocked.fetch_sub(1, Ordering::SeqCst);
+                return Next::Run(a);
+            }
+            a.state.store(RUNNABLE, Ordering::Relaxed);
+            self.push_outside(a);
+            core.blocked.fetch_sub(1, Ordering::SeqCst);
+            Next::Retire
         }
     }
 
@@ -1437,6 +1732,12 @@ pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(
     let mut index = index;
     let mut took_over = took_over;
     while run_worker(shared, index, took_over) == WorkerExit::Retired {
+        if P::panicking() {
+            // An unwind on this thread never ended (an actor overflowed its
+            // stack while detached and unwinding): its panic count stays
+            // raised, so it must not run actors again.
+            return;
+        }
         took_over = true;
         let spare = Arc::new(Spare {
             word: AtomicU32::new(0),
@@ -1477,6 +1778,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         core: &shared.core,
         index,
         current: ptr::null(),
+        detached: false,
         stacks: Vec::new(),
         nodes: NodeCache::new(),
         streak: 0,

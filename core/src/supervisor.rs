@@ -18,6 +18,14 @@
 //!   more stops every child in reverse start order and ends the supervisor
 //!   by panicking with the reason, so *its* supervisor sees an abnormal exit
 //!   (escalation up the tree).
+//! - **The whole subtree stops with it**: a supervisor that ends any other
+//!   way — killed (by its own supervisor's stop, a link, a user), a start
+//!   closure that panics on restart, a shutdown — stops its running
+//!   children first, last started first, each to its end (a child
+//!   supervisor stops its own children before it ends: depth first, as
+//!   OTP's `shutdown`). It waits for each while it unwinds (sched's
+//!   "Unwinding": the wait holds no worker); at runtime shutdown it kills
+//!   them without waiting.
 //! - **Exactly once**: each child's end arrives as one `Down` message (the
 //!   monitor's exit hook runs once); a notice for a child already replaced
 //!   is recognised by its id and ignored.
@@ -250,6 +258,28 @@ pub fn supervise<P: Platform>(mut mb: Mailbox<SupervisorMsg, P>, spec: Superviso
                 for j in range {
                     s.start(j);
                 }
+            }
+        }
+    }
+}
+
+impl<P: Platform> Drop for Sup<P> {
+    /// The supervisor ends with children still running (it was killed, or
+    /// a start panicked): stop them, last started first, each to its end.
+    fn drop(&mut self) {
+        for i in (0..self.running.len()).rev() {
+            let Some(r) = self.running[i].take() else {
+                continue;
+            };
+            let down = r.monitor();
+            r.kill();
+            // `None`: the runtime is shutting down (the wait gives up; the
+            // child is being cancelled anyway).
+            if let Some(d) = down.recv() {
+                self.event(SupervisorEvent::Exited {
+                    child: self.spec.children[i].name.clone(),
+                    down: d,
+                });
             }
         }
     }

@@ -178,6 +178,10 @@ unsafe impl Platform for StdPlatform {
     fn resume_unwind(payload: PanicPayload) -> ! {
         std::panic::resume_unwind(payload)
     }
+
+    fn panicking() -> bool {
+        std::thread::panicking()
+    }
     fn abort(msg: &str) -> ! {
         panic!("{msg}")
     }

@@ -111,6 +111,10 @@ unsafe impl Platform for LoomP {
     fn resume_unwind(payload: PanicPayload) -> ! {
         std::panic::resume_unwind(payload)
     }
+
+    fn panicking() -> bool {
+        std::thread::panicking()
+    }
     fn abort(msg: &str) -> ! {
         panic!("{msg}")
     }

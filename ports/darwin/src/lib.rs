@@ -223,6 +223,10 @@ unsafe impl Platform for Darwin {
         std::panic::resume_unwind(payload)
     }
 
+    fn panicking() -> bool {
+        std::thread::panicking()
+    }
+
     fn abort(msg: &str) -> ! {
         abort(msg)
     }

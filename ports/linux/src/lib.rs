@@ -37,7 +37,7 @@ use core::ptr;
 use std::cell::Cell;
 
 mod fault;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use smarm_core::lock::FutexLock;
 use smarm_core::{Futex, PanicPayload, Platform, RawStack, ThreadError};
@@ -206,50 +206,29 @@ unsafe impl Platform for Linux {
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {
-        let page = Self::page_size();
-        let usable = usable.div_ceil(page) * page;
-        let len = usable + page;
-        // SAFETY: an anonymous private mapping at a kernel-chosen address
-        // touches no existing memory.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            let e = errno();
-            return Err(if e == libc::ENOMEM {
-                StackError::OutOfMaps { errno: e }
-            } else {
-                StackError::Os { errno: e }
+        let limit = stack_map_limit();
+        // Relaxed: a count; a race lets at most one stack per racing thread
+        // past the bound, well inside the reserve.
+        let mapped = STACKS_MAPPED.fetch_add(1, Ordering::Relaxed);
+        if mapped >= limit.stacks {
+            STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+            return Err(StackError::MapReserve {
+                stacks: mapped,
+                max_map_count: limit.max_map_count,
             });
         }
-        // SAFETY: `[base, base + page)` lies inside the mapping just made.
-        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            let e = errno();
-            // SAFETY: unmapping exactly the mapping made above.
-            unsafe { libc::munmap(base, len) };
-            return Err(if e == libc::ENOMEM {
-                StackError::OutOfMaps { errno: e }
-            } else {
-                StackError::Os { errno: e }
-            });
+        let r = map_stack(usable);
+        if r.is_err() {
+            STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
         }
-        Ok(RawStack {
-            base: base.cast(),
-            len,
-            guard: page,
-        })
+        r
     }
 
     unsafe fn stack_free(stack: RawStack) {
         // SAFETY: the caller passes a mapping from `stack_alloc`, unused now.
         unsafe { libc::munmap(stack.base.cast(), stack.len) };
+        // Relaxed: a count (see `stack_alloc`).
+        STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
@@ -264,12 +243,89 @@ unsafe impl Platform for Linux {
         std::panic::resume_unwind(payload)
     }
 
+    fn panicking() -> bool {
+        std::thread::panicking()
+    }
+
     fn abort(msg: &str) -> ! {
         use std::io::Write;
         // Not eprintln!: it panics if stderr is closed, and we are aborting.
         let _ = writeln!(std::io::stderr(), "{msg}");
         std::process::abort()
     }
+}
+
+/// Stacks this process has mapped now (`stack_alloc` minus `stack_free`).
+static STACKS_MAPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many stacks may be mapped at once.
+#[derive(Clone, Copy)]
+struct MapLimit {
+    stacks: usize,
+    max_map_count: usize,
+}
+
+/// Read once from `/proc/sys/vm/max_map_count` (65530 if unreadable): every
+/// guarded stack takes two map entries, and an eighth of the limit (at
+/// least 1,024 entries) stays for the rest of the process (malloc's
+/// arenas and large blocks, thread stacks, the loader, backtraces): at the
+/// limit, `try_spawn` fails and everything else still works.
+fn stack_map_limit() -> MapLimit {
+    static LIMIT: std::sync::OnceLock<MapLimit> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let max_map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(65530);
+        let reserve = (max_map_count / 8).max(1024);
+        MapLimit {
+            stacks: max_map_count.saturating_sub(reserve) / 2,
+            max_map_count,
+        }
+    })
+}
+
+/// Maps one guarded stack (see the crate doc).
+fn map_stack(usable: usize) -> Result<RawStack, StackError> {
+    let page = Linux::page_size();
+    let usable = usable.div_ceil(page) * page;
+    let len = usable + page;
+    // SAFETY: an anonymous private mapping at a kernel-chosen address
+    // touches no existing memory.
+    let base = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        let e = errno();
+        return Err(if e == libc::ENOMEM {
+            StackError::OutOfMaps { errno: e }
+        } else {
+            StackError::Os { errno: e }
+        });
+    }
+    // SAFETY: `[base, base + page)` lies inside the mapping just made.
+    if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+        let e = errno();
+        // SAFETY: unmapping exactly the mapping made above.
+        unsafe { libc::munmap(base, len) };
+        return Err(if e == libc::ENOMEM {
+            StackError::OutOfMaps { errno: e }
+        } else {
+            StackError::Os { errno: e }
+        });
+    }
+    Ok(RawStack {
+        base: base.cast(),
+        len,
+        guard: page,
+    })
 }
 
 smarm_core::port_api!(Linux);

@@ -239,6 +239,10 @@ unsafe impl Platform for Sim {
         <Host as Platform>::resume_unwind(payload)
     }
 
+    fn panicking() -> bool {
+        <Host as Platform>::panicking()
+    }
+
     fn abort(msg: &str) -> ! {
         <Host as Platform>::abort(msg)
     }
