@@ -293,3 +293,125 @@ fn thousand_injected_panics_across_a_hundred_children_each_reported_once() {
         h.join().unwrap();
     });
 }
+
+/// A leaf child that parks until killed, its `ActorRef` sent to `seen`.
+fn parked_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>) -> ChildSpec {
+    let n = name.to_string();
+    ChildSpec::new(name, move || {
+        let (_a, h) = smarm::spawn_actor_named(&n, |mut mb: Mailbox<()>| mb.recv());
+        seen.send(h.actor_ref()).unwrap();
+        h.actor_ref()
+    })
+}
+
+/// `top` supervises `sub` (a supervisor over `w1`, `w2`) and `w3`; returns
+/// the top's address and handle and every actor of the tree by name, once
+/// all have started.
+#[allow(clippy::type_complexity)]
+fn start_tree(
+    rt: &Runtime,
+) -> (
+    Addr<SupervisorMsg>,
+    smarm::JoinHandle<()>,
+    Vec<(String, smarm::ActorRef)>,
+) {
+    let (seen_tx, mut seen) = smarm::channel();
+    let (s1, s2, s3, ssub) = (seen_tx.clone(), seen_tx.clone(), seen_tx.clone(), seen_tx);
+    let sub_spec = move || {
+        SupervisorSpec::new("sub", Strategy::OneForOne, 3, Duration::from_secs(5))
+            .child(parked_leaf("w1", s1.clone()))
+            .child(parked_leaf("w2", s2.clone()))
+    };
+    let top = SupervisorSpec::new("top", Strategy::OneForOne, 0, Duration::from_secs(5))
+        .child(ChildSpec::new("sub", move || {
+            let spec = sub_spec();
+            let (_a, h) = smarm::spawn_actor_named("sub", move |mb| smarm::supervise(mb, spec));
+            ssub.send(h.actor_ref()).unwrap();
+            h.actor_ref()
+        }))
+        .child(parked_leaf("w3", s3));
+    let (addr, h) = rt.spawn_actor_named("top", move |mb| smarm::supervise(mb, top));
+    let mut tree = Vec::new();
+    for _ in 0..4 {
+        let r = seen
+            .recv_timeout(Duration::from_secs(20))
+            .expect("every child starts");
+        tree.push((r.name().unwrap().to_string(), r));
+    }
+    (addr, h, tree)
+}
+
+/// Watches every actor of `tree` and `top` into one mailbox; returns the
+/// names in the order they ended, once all five have.
+fn end_order(
+    rt: &Runtime,
+    tree: &[(String, smarm::ActorRef)],
+    top: smarm::ActorRef,
+) -> smarm::JoinHandle<Vec<String>> {
+    let (watch, h) = rt.spawn_actor(|mut mb: Mailbox<smarm::Down>| {
+        (0..5)
+            .map(|_| mb.recv().name.unwrap().to_string())
+            .collect::<Vec<_>>()
+    });
+    for (_, r) in tree {
+        r.monitor_into(&watch, |d| d);
+    }
+    top.monitor_into(&watch, |d| d);
+    h
+}
+
+#[test]
+fn killing_a_supervisor_stops_its_whole_subtree_depth_first() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (_addr, top, tree) = start_tree(&rt);
+        let order = end_order(&rt, &tree, top.actor_ref());
+        top.actor_ref().kill();
+        assert!(top.join().unwrap_err().is_killed());
+        // Last started first, each subtree before its root: w3, then sub's
+        // children in reverse (w2, w1), then sub, then top.
+        assert_eq!(order.join().unwrap(), ["w3", "w2", "w1", "sub", "top"]);
+        assert!(tree.iter().all(|(_, r)| r.has_exited()));
+    });
+}
+
+#[test]
+fn stopping_a_supervisor_stops_a_child_supervisors_children() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (addr, top, tree) = start_tree(&rt);
+        let order = end_order(&rt, &tree, top.actor_ref());
+        addr.send(SupervisorMsg::Stop)
+            .unwrap_or_else(|_| panic!("top alive"));
+        top.join().unwrap();
+        assert_eq!(order.join().unwrap(), ["w3", "w2", "w1", "sub", "top"]);
+    });
+}
+
+#[test]
+fn a_start_that_panics_stops_the_siblings_before_escalating() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (seen_tx, mut seen) = smarm::channel();
+        let starts = Arc::new(AtomicU64::new(0));
+        let st = starts.clone();
+        let spec = SupervisorSpec::new("sup", Strategy::OneForOne, 5, Duration::from_secs(5))
+            .child(parked_leaf("healthy", seen_tx))
+            .child(ChildSpec::new("flaky", move || {
+                // The first start crashes at once; the restart's start panics.
+                if st.fetch_add(1, Ordering::SeqCst) > 0 {
+                    panic!("cannot start flaky");
+                }
+                smarm::spawn_named("flaky", || panic!("crash")).actor_ref()
+            }));
+        let (_addr, sup) = rt.spawn_actor_named("sup", move |mb| smarm::supervise(mb, spec));
+        let healthy = seen.recv_timeout(Duration::from_secs(20)).unwrap();
+        let healthy_down = healthy.monitor();
+        let e = sup.join().unwrap_err();
+        assert_eq!(e.panic_message(), Some("cannot start flaky"));
+        // The sibling was stopped before the supervisor ended (its join
+        // result only comes after its children are gone).
+        assert!(healthy.has_exited(), "a healthy sibling was left running");
+        assert_eq!(healthy_down.recv().unwrap().reason, ExitReason::Killed);
+    });
+}

@@ -82,6 +82,13 @@ counters!(
     TIMED_RECVS,
     SELECTIVE, // selective receives tried
     EXITS,
+    PANICS,     // panics injected (an incarnation panics mid-turn)
+    KILLS,      // kills injected (an incarnation kills itself, then yields)
+    LINKS,      // links made to another slot's incarnation (trapped)
+    DOWNS,      // trapped link notices received
+    UNWOUND,    // incarnations replaced from their destructor while unwinding
+    BAD_UNWIND, // an unwinding destructor that did not see `panicking()`
+    PANICKING,  // a turn of a healthy actor that saw `panicking()`
 );
 
 /// SeqCst read of a counter (the termination check reads several in order).
@@ -211,6 +218,8 @@ pub enum Msg {
     Data(Data),
     /// The round is over: exit.
     Stop,
+    /// A linked incarnation ended abnormally (this one traps exits).
+    Down,
 }
 
 // ----------------------------------------------------------------- world
@@ -391,8 +400,63 @@ fn spawn_incarnation(w: Arc<World>, carry: Carry) {
     w.publish(slot, inc, addr);
 }
 
+/// What an incarnation holds that must outlive an unwind (an injected
+/// panic or kill): its mailbox, its sender numbers and the message it is
+/// handling. Dropped with `carry` still in it only while unwinding: then it
+/// replaces the incarnation from its destructor, as an exit would (the
+/// destructor waits, yields, sends and spawns while unwinding), and ends
+/// the message only after the successor is published, so "nothing in
+/// flight" still implies no replacement is half done.
+struct Incarnation {
+    w: Arc<World>,
+    mb: Option<Mailbox<Msg>>,
+    carry: Option<Carry>,
+    cur: Option<Data>,
+    rng: Rng,
+}
+
+impl Drop for Incarnation {
+    fn drop(&mut self) {
+        let Some(mut carry) = self.carry.take() else {
+            return; // a normal exit took it
+        };
+        if !std::thread::panicking() {
+            bump(&BAD_UNWIND);
+        }
+        bump(&UNWOUND);
+        let rng = &mut self.rng;
+        // Safe points and waits while unwinding: none may switch this
+        // thread to another actor (the runtime detaches us instead).
+        smarm::yield_now();
+        if rng.one_in(4) {
+            bump(&SLEEPS);
+            smarm::sleep(Duration::from_micros(rng.below(100)));
+        }
+        if rng.one_in(16) {
+            bump(&BLOCKING);
+            let us = rng.below(100);
+            smarm::blocking(|| std::thread::sleep(Duration::from_micros(us)));
+        }
+        // One message out in place of the one we are handling (spawns a
+        // helper now and then: a spawn while unwinding).
+        send_one(&self.w, &mut carry.sender, rng, true);
+        drop(self.mb.take());
+        bump(&REPLACED);
+        let next = Carry {
+            sender: carry.sender,
+            inc: carry.inc + 1,
+        };
+        spawn_incarnation(self.w.clone(), next);
+        if let Some(d) = self.cur.take() {
+            d.end(&RECEIVED);
+        }
+        bump(&EXITS);
+        PROGRESS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The body of every graph actor.
-pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
+pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
     let slot = carry.sender.slot;
     let senders = w.table.len() + 1;
     let mut check = Checker {
@@ -400,8 +464,21 @@ pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
         inc: carry.inc,
         expect: vec![0; senders],
     };
-    let mut rng = Rng::new(w.seed, slot as u64, carry.inc as u64 + 1);
+    let mut me = Incarnation {
+        rng: Rng::new(w.seed, slot as u64, carry.inc as u64 + 1),
+        w,
+        mb: Some(mb),
+        carry: Some(carry),
+        cur: None,
+    };
+    let w = me.w.clone();
+    // Every incarnation traps exits, so a link never kills (an injected
+    // panic's partner gets a `Down` message instead): only the injected
+    // faults unwind, each accounted for.
+    smarm::trap_exits_into(&me.mb.as_ref().expect("open").addr(), |_| Msg::Down);
     loop {
+        let rng = &mut me.rng;
+        let mb = me.mb.as_mut().expect("open while the incarnation runs");
         let m = if rng.one_in(32) {
             // Selective receive: the first message from a sender of one
             // parity (or Stop); the others wait in the save queue, in order.
@@ -409,7 +486,7 @@ pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
             let parity = rng.below(2) as u32;
             let pick = |m: &Msg| match m {
                 Msg::Data(d) => d.from % 2 == parity,
-                Msg::Stop => true,
+                Msg::Stop | Msg::Down => true,
             };
             match mb.try_recv_matching(pick) {
                 Some(m) => m,
@@ -430,13 +507,23 @@ pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
                 unreachable!("nothing matches");
             }
             Msg::Stop => break,
+            Msg::Down => {
+                bump(&DOWNS);
+                continue;
+            }
             Msg::Data(d) => d,
         };
+        if std::thread::panicking() {
+            bump(&PANICKING);
+        }
         // Checked now, counted received only at the end of this turn.
         check.verify(&d);
+        me.cur = Some(d);
+        let rng = &mut me.rng;
+        let carry = me.carry.as_mut().expect("held while running");
         // One message in, one out (the injector tops up what failed or was
         // dropped).
-        send_one(&w, &mut carry.sender, &mut rng, true);
+        send_one(&w, &mut carry.sender, rng, true);
         if rng.one_in(16) {
             bump(&YIELDS);
             smarm::yield_now();
@@ -452,17 +539,42 @@ pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
             bump(&SLEEPS);
             smarm::sleep(Duration::from_micros(rng.below(200)));
         }
+        // Faults, while the budget lasts (an unwinding incarnation replaces
+        // itself, as an exit does): a panic, a kill, a trapped link.
+        if get(&CLAIMED) < w.budget {
+            if rng.one_in(1024) {
+                bump(&PANICS);
+                // A panic without the hook's report (thousands per run).
+                std::panic::resume_unwind(Box::new("soak: injected panic"));
+            }
+            if rng.one_in(1024) {
+                bump(&KILLS);
+                smarm::current().expect("in an actor").kill();
+                smarm::yield_now(); // the resume point unwinds
+                unreachable!("a killed actor resumed");
+            }
+            if rng.one_in(512) {
+                let (_, peer) = w.lookup(rng.below(w.table.len() as u64) as usize);
+                if smarm::link(&peer.actor_ref()) {
+                    bump(&LINKS);
+                }
+            }
+        }
+        let rng = &mut me.rng;
         if rng.one_in(2048) && get(&CLAIMED) < w.budget {
             // Exit and be replaced: handle some of what is queued (none,
             // half the time: what is left is dropped by the close and
             // counted), close, hand over.
+            let mut carry = me.carry.take().expect("held");
+            let mut mb = me.mb.take().expect("open");
             let drain = if rng.one_in(2) { 0 } else { rng.below(64) };
             for _ in 0..drain {
                 match mb.try_recv() {
                     Some(Msg::Data(d)) => {
                         check.check(d);
-                        send_one(&w, &mut carry.sender, &mut rng, true);
+                        send_one(&w, &mut carry.sender, rng, true);
                     }
+                    Some(Msg::Down) => bump(&DOWNS),
                     Some(Msg::Stop) => unreachable!("Stop is sent only when nothing is in flight"),
                     None => break,
                 }
@@ -474,13 +586,15 @@ pub fn actor(mut mb: Mailbox<Msg>, w: Arc<World>, mut carry: Carry) {
                 inc: carry.inc + 1,
             };
             spawn_incarnation(w.clone(), next);
-            d.end(&RECEIVED);
+            me.cur.take().expect("handling one").end(&RECEIVED);
             bump(&EXITS);
             PROGRESS.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        d.end(&RECEIVED);
+        me.cur.take().expect("handling one").end(&RECEIVED);
     }
+    let mut mb = me.mb.take().expect("open");
+    me.carry = None;
     while let Some(m) = mb.try_recv() {
         if let Msg::Data(d) = m {
             bump(&LATE);

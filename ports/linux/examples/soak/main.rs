@@ -13,7 +13,12 @@
 //! message it receives with one to a random slot (`graph.rs` has the
 //! accounting and the checks), sometimes through a short-lived helper
 //! actor, sometimes after a yield, a sleep, a `blocking` call, a timed or
-//! a selective receive, and now and then exits and is replaced. `main` injects messages from its OS thread
+//! a selective receive, and now and then exits and is replaced. Faults are
+//! part of the mix: an incarnation now and then panics or kills itself (its
+//! destructor then yields, sleeps, makes a `blocking` call, sends and spawns
+//! its successor while unwinding), and links to other incarnations (every
+//! incarnation traps exits, so a partner's abnormal end arrives as a
+//! message). `main` injects messages from its OS thread
 //! until `--messages` have been made, waits until none is in flight, stops
 //! every actor and waits for them to exit.
 //!
@@ -21,7 +26,10 @@
 //! received, failed (`SendError`, to an exited actor) or dropped by its
 //! receiver's exit (0 lost); per (sender, receiver) pair, sequence numbers
 //! exactly +1 (0 duplicated, 0 reordered); checksums; with `--failpoints`,
-//! every failpoint site hit. A watchdog exits with status 3 and prints the
+//! every failpoint site hit; every unwinding destructor saw
+//! `thread::panicking()` and no healthy turn did (so no std mutex can be
+//! poisoned by an actor that did not panic), and exactly one unwinding
+//! replacement per injected panic or kill. A watchdog exits with status 3 and prints the
 //! runtime dump if progress stops for `--watchdog-secs` (no hang).
 //! `--sabotage` commits one fault on purpose (a message forgotten, one
 //! sent twice, an actor that never exits, a guarded stack never unmapped)
@@ -288,6 +296,12 @@ fn round<Q: RunQueue<Linux>>(c: &Config, budget: u64, seed: u64, what: &str) -> 
     if created != budget {
         v.push(format!("created {created} != budget {budget}"));
     }
+    let (unwound, injected) = (get(&graph::UNWOUND), get(&graph::PANICS) + get(&graph::KILLS));
+    if unwound != injected {
+        v.push(format!(
+            "{unwound} unwinding replacements for {injected} injected panics and kills"
+        ));
+    }
     if get(&graph::SENT) + get(&graph::FAILED) != created {
         v.push("sent + failed != created".into());
     }
@@ -298,6 +312,11 @@ fn round<Q: RunQueue<Linux>>(c: &Config, budget: u64, seed: u64, what: &str) -> 
         ("misdelivered", get(&graph::MISDELIVERED)),
         ("SendError from an open mailbox", get(&graph::FALSE_FAIL)),
         ("late after Stop", get(&graph::LATE)),
+        (
+            "unwinding destructors without panicking()",
+            get(&graph::BAD_UNWIND),
+        ),
+        ("healthy turns that saw panicking()", get(&graph::PANICKING)),
         ("Stop sends that failed", stop_retries),
         ("in flight when progress stalled", stalled.unwrap_or(0)),
         ("panics", guard::PANICS.load(std::sync::atomic::Ordering::SeqCst)),
