@@ -23,9 +23,13 @@
 //! the stored reason. So every hook runs exactly once, whichever side wins.
 //!
 //! A kill sets the actor's kill flag and wakes it; the actor unwinds at its
-//! next resume point (a yield, a wait, a timeslice expiry: the places where
-//! it switches out), running destructors. An actor that never switches out
-//! is not killed until it does (the long-hold monitor reports such actors).
+//! next resume point (a yield, a wait, a timeslice expiry, a `blocking`
+//! call: the places where it switches out), running destructors. An actor
+//! that never switches out is not killed until it does (the long-hold
+//! monitor reports such actors). An actor unwinds at most once: a kill that
+//! arrives while it unwinds (a panic, an earlier kill, a cancellation) or
+//! once its body has returned is absorbed, so its destructors and exit
+//! hooks run to the end and it ends with the reason it was ending with.
 
 use alloc::boxed::Box;
 use alloc::string::String;

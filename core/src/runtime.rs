@@ -6,8 +6,11 @@
 //! 1. sets the shutdown flag and wakes every worker;
 //! 2. workers keep running: each actor they resume from now on is cancelled
 //!    at its resume point — it unwinds (destructors run) with a `Cancelled`
-//!    payload that its joiner sees as [`JoinError::Cancelled`]; blocking calls
-//!    made while it unwinds return at once instead of parking;
+//!    payload that its joiner sees as [`JoinError::Cancelled`]; waits made
+//!    while it unwinds (in destructors) give up at once where the call can
+//!    report it (a disconnect, a timeout, `Cancelled`), and run off the
+//!    scheduler where it cannot (see `sched`'s "Unwinding": shutdown then
+//!    waits for them as for blocking calls);
 //! 3. pending timers fire at once (sleepers resume and are cancelled); when
 //!    every worker is idle with nothing runnable, the actors left parked
 //!    (on a mailbox, a channel, a join) are woken from the registry and
