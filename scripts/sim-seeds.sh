@@ -39,7 +39,7 @@ skip_args=()
 for s in "${SKIP[@]}"; do skip_args+=(--skip "$s"); done
 
 echo "building the suite against smarm-sim"
-mapfile -t lines < <(cargo test -q -p smarm-tests --features sim --no-run --message-format=json 2>/dev/null |
+mapfile -t lines < <(cargo test -q -p smarm-tests --features sim,failpoints --no-run --message-format=json 2>/dev/null |
     python3 -c '
 import sys, json
 for l in sys.stdin:
@@ -66,7 +66,7 @@ for ((seed = FIRST; seed < FIRST + N; seed++)); do
             cat target/sim-seeds.log
             echo
             echo "FAILED: $b at seed $seed; replay:"
-            echo "  SMARM_SIM_SEED=$seed cargo test -p smarm-tests --features sim --test $b -- --test-threads=1"
+            echo "  SMARM_SIM_SEED=$seed cargo test -p smarm-tests --features sim,failpoints --test $b -- --test-threads=1"
             exit 1
         fi
         runs=$((runs + 1))

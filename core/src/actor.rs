@@ -64,12 +64,79 @@ use crate::platform::RawStack;
 use crate::sched::Schedule;
 use crate::sync::{AtomicU32, Ordering, RawCell};
 
-pub(crate) const RUNNABLE: u32 = 0;
-pub(crate) const RUNNING: u32 = 1;
-pub(crate) const PARKED: u32 = 2;
-pub(crate) const NOTIFIED: u32 = 3;
-pub(crate) const DONE: u32 = 4;
-pub(crate) const HELD: u32 = 5;
+/// In a run queue or slot (the bit table above).
+pub const RUNNABLE: u32 = 0;
+/// Running (or just switched off).
+pub const RUNNING: u32 = 1;
+/// Suspended until a wake.
+pub const PARKED: u32 = 2;
+/// Running, with a wake for its coming park.
+pub const NOTIFIED: u32 = 3;
+/// Exited.
+pub const DONE: u32 = 4;
+/// Unwinding, waiting in place on its own thread.
+pub const HELD: u32 = 5;
+
+/// What a wake did to a state word (the lifecycle's steps 5 and 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// `PARKED → RUNNABLE`: the waker must schedule the actor.
+    Schedule,
+    /// `HELD → RUNNING`: the waker must wake the word (the actor sleeps on
+    /// it in [`hold_wait`]).
+    Unpark,
+    /// `RUNNING → NOTIFIED` (absorbed by the coming park), or a state in
+    /// which a wake is moot.
+    Nothing,
+}
+
+/// The wake's transition on `state` (steps 5a, 5b and 7).
+pub fn wake_word(state: &AtomicU32) -> Woken {
+    // Acquire: pairs with the worker's AcqRel CAS into PARKED (step 4a), so
+    // the actor's saved sp is visible before we schedule it, and with the
+    // actor's AcqRel CAS into HELD.
+    let mut s = state.load(Ordering::Acquire);
+    loop {
+        let (to, woken) = match s {
+            PARKED => (RUNNABLE, Woken::Schedule),
+            RUNNING => (NOTIFIED, Woken::Nothing),
+            HELD => (RUNNING, Woken::Unpark),
+            _ => return Woken::Nothing,
+        };
+        // AcqRel: Release publishes what the waker wrote before waking (the
+        // condition the parker re-checks); Acquire as above.
+        match state.compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return woken,
+            Err(now) => s = now,
+        }
+    }
+}
+
+/// Step 7, the actor's side: waits on `state` (its own, `RUNNING` or
+/// `NOTIFIED`) on the calling OS thread until a wake. A wake that landed
+/// before (`NOTIFIED`) is consumed at once. Returns `false` if the actor
+/// was in neither state (a caller's bug). May return spuriously only as
+/// a park does: after a wake meant for an earlier registration.
+pub fn hold_wait<F: crate::platform::Futex>(state: &AtomicU32) -> bool {
+    // AcqRel: Release publishes our registration's writes to a waker that
+    // sees HELD; Acquire sees a NOTIFIED waker's writes.
+    match state.compare_exchange(RUNNING, HELD, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => loop {
+            F::wait(state, HELD, None);
+            // Acquire: pairs with the waker's AcqRel CAS out of HELD.
+            if state.load(Ordering::Acquire) != HELD {
+                return true;
+            }
+        },
+        Err(NOTIFIED) => {
+            // Relaxed: we own the actor's state while it runs; the CAS
+            // above was the Acquire.
+            state.store(RUNNING, Ordering::Relaxed);
+            true
+        }
+        Err(_) => false,
+    }
+}
 
 /// The `cancel` cell: nothing pending.
 pub(crate) const CANCEL_NONE: u8 = 0;
@@ -209,33 +276,16 @@ impl Actor {
     /// (it was `PARKED`, now `RUNNABLE`); otherwise the wake was absorbed
     /// (`RUNNING → NOTIFIED`) or is moot.
     pub(crate) fn wake(self: Arc<Self>) -> Option<Arc<Actor>> {
-        // Acquire: pairs with the worker's AcqRel CAS into PARKED (step 4a),
-        // so the actor's saved sp is visible before we schedule it.
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            let to = match s {
-                PARKED => RUNNABLE,
-                RUNNING => NOTIFIED,
-                HELD => RUNNING,
-                _ => return None,
-            };
-            // AcqRel: Release publishes what the waker wrote before waking
-            // (the condition the parker re-checks); Acquire as above.
-            match self
-                .state
-                .compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) if to == RUNNABLE => return Some(self),
-                Ok(_) if s == HELD => {
-                    // Step 7: the actor sleeps on its state word on its own
-                    // thread. Our Arc keeps the word alive for the wake.
-                    // SAFETY: an actor's runtime outlives it (`rt`'s doc).
-                    unsafe { self.rt.as_ref().unpark(&self.state) };
-                    return None;
-                }
-                Ok(_) => return None,
-                Err(now) => s = now,
+        match wake_word(&self.state) {
+            Woken::Schedule => Some(self),
+            Woken::Unpark => {
+                // Step 7: the actor sleeps on its state word on its own
+                // thread. Our Arc keeps the word alive for the wake.
+                // SAFETY: an actor's runtime outlives it (`rt`'s doc).
+                unsafe { self.rt.as_ref().unpark(&self.state) };
+                None
             }
+            Woken::Nothing => None,
         }
     }
 }

@@ -50,6 +50,13 @@ pub(crate) mod test_platform;
 mod wait;
 
 pub use actor::Cancelled;
+/// Loom models only: the actor state word's wake and in-place wait, the
+/// real functions the runtime calls (`core/tests/loom_held.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub mod state_word {
+    pub use crate::actor::{hold_wait, wake_word, Woken, HELD, NOTIFIED, RUNNING};
+}
 pub use arch::{Arch, EntryFn};
 pub use counters::CounterSnapshot;
 pub use error::{BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE};

@@ -98,7 +98,7 @@ use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 use crate::actor::{
-    Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, HELD, NOTIFIED, PARKED,
+    Actor, Cancelled, Request, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE, NOTIFIED, PARKED,
     RUNNABLE, RUNNING,
 };
 use crate::arch::Arch;
@@ -682,20 +682,8 @@ pub(crate) unsafe fn rejoin<P: Platform>(me: *const Actor) {
 /// `me` is the calling (running) actor.
 unsafe fn park_in_place<P: Platform>(me: *const Actor) {
     // SAFETY: the running actor is alive while it runs.
-    let state = unsafe { &(*me).state };
-    // AcqRel: Release publishes our registration's writes to a waker that
-    // sees HELD; Acquire sees a NOTIFIED waker's writes.
-    match state.compare_exchange(RUNNING, HELD, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => loop {
-            P::wait(state, HELD, None);
-            // Acquire: pairs with the waker's AcqRel CAS out of HELD.
-            if state.load(Ordering::Acquire) != HELD {
-                return;
-            }
-        },
-        // A wake landed since the registration: consume it.
-        Err(NOTIFIED) => state.store(RUNNING, Ordering::Relaxed),
-        Err(_) => P::abort("smarm: an actor waiting in place was not running"),
+    if !crate::actor::hold_wait::<P>(unsafe { &(*me).state }) {
+        P::abort("smarm: an actor waiting in place was not running");
     }
 }
 
