@@ -415,3 +415,31 @@ fn a_start_that_panics_stops_the_siblings_before_escalating() {
         assert_eq!(healthy_down.recv().unwrap().reason, ExitReason::Killed);
     });
 }
+
+#[test]
+fn a_supervisor_killed_inside_a_start_closure_still_stops_that_child() {
+    // Found by fault_torture (seed 10126): a kill raised at a safe point
+    // inside a start closure, after its spawn, left the child unrecorded
+    // and running after its supervisor ended.
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (seen_tx, mut seen) = smarm::channel();
+        let spec = SupervisorSpec::new("sup", Strategy::OneForOne, 3, Duration::from_secs(5)).child(
+            ChildSpec::new("victim", move || {
+                let (_a, h) = smarm::spawn_actor_named("victim", |mut mb: Mailbox<()>| mb.recv());
+                // The supervisor is killed while its start closure runs,
+                // which then reaches a resume point.
+                smarm::current().expect("the supervisor").kill();
+                smarm::yield_now();
+                seen_tx.send(h.actor_ref()).unwrap();
+                h.actor_ref()
+            }),
+        );
+        let (_addr, sup) = rt.spawn_actor_named("sup", move |mb| smarm::supervise(mb, spec));
+        assert!(sup.join().unwrap_err().is_killed());
+        let child = seen
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the start closure finished");
+        assert!(child.has_exited(), "the child outlived its supervisor");
+    });
+}

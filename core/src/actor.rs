@@ -224,6 +224,9 @@ pub struct Actor {
     /// Detached from the scheduler while unwinding (`Request::Detach`),
     /// until it rejoins; owned by the running actor.
     pub(crate) detached: RawCell<bool>,
+    /// Sections in which resume points do not raise a kill or a
+    /// cancellation (`sched::defer_kills`); owned by the running actor.
+    pub(crate) deferred: RawCell<u32>,
     /// Sanitizer fiber state (zero-sized without the sanitizer cfgs);
     /// owned like `sp`.
     #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
@@ -261,6 +264,7 @@ impl Actor {
             locals: RawCell::new(crate::local::Locals::default()),
             abort_join: RawCell::new(None),
             detached: RawCell::new(false),
+            deferred: RawCell::new(0),
             reg: crate::sync::AtomicU64::new(crate::dump::UNREGISTERED),
             killed: crate::sync::AtomicBool::new(false),
             san: crate::san::ActorSan::new(),

@@ -584,12 +584,51 @@ unsafe fn resume_point<P: Platform>(me: *const Actor) {
 /// `me` is the calling (running) actor.
 #[cold]
 unsafe fn raise<P: Platform>(me: *const Actor, payload: crate::platform::PanicPayload) {
-    if P::panicking() {
+    // SAFETY: the running actor owns `deferred`.
+    if P::panicking() || unsafe { *(*me).deferred.get() } != 0 {
         return;
     }
     // SAFETY: the running actor owns `cancel`.
     unsafe { *(*me).cancel.get() = CANCEL_UNWINDING };
     P::resume_unwind(payload)
+}
+
+/// Runs `f` with the calling actor's kills and cancellation deferred: its
+/// resume points inside `f` do not unwind, and a kill that arrived meanwhile
+/// unwinds it at its first resume point after `f` (a supervisor starting a
+/// child must get the child's reference, or nobody could stop the child).
+/// Off actors, just runs `f`.
+pub(crate) fn defer_kills<P: Platform, R>(f: impl FnOnce() -> R) -> R {
+    struct Undefer(*const Actor);
+    impl Drop for Undefer {
+        fn drop(&mut self) {
+            // SAFETY: the actor that deferred is the one running this drop
+            // (`f` returned or unwound on it): it owns `deferred` and
+            // `cancel`.
+            unsafe {
+                let a = &*self.0;
+                *a.deferred.get() -= 1;
+                // A kill (or cancellation) skipped inside may have had its
+                // wake consumed by a switch there: leave one for the next
+                // park (`RUNNING → NOTIFIED`), so it returns at once and its
+                // resume point unwinds, instead of parking for good.
+                // Relaxed: as the kill flag's read in `resume_point`.
+                if *a.deferred.get() == 0
+                    && (*a.cancel.get() == CANCEL_REQUESTED
+                        || (*a.cancel.get() == CANCEL_NONE && a.killed.load(Ordering::Relaxed)))
+                {
+                    let _ = crate::actor::wake_word(&a.state);
+                }
+            }
+        }
+    }
+    let Some(me) = current_actor::<P>() else {
+        return f();
+    };
+    // SAFETY: the running actor owns `deferred`.
+    unsafe { *(*me).deferred.get() += 1 };
+    let _undefer = Undefer(me);
+    f()
 }
 
 /// Hands `req` to the worker, switches to it and, once resumed, runs the

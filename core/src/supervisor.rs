@@ -324,15 +324,22 @@ impl<P: Platform> Sup<P> {
         true
     }
 
+    /// Starts child `i`. A kill (or shutdown) that reaches the supervisor
+    /// while the start closure runs takes effect once the child is
+    /// recorded, so stopping the supervisor stops it too.
     fn start(&mut self, i: usize) {
         let c = &self.spec.children[i];
-        let r = (c.start)();
-        r.monitor_into(&self.me, SupervisorMsg::Down);
-        self.event(SupervisorEvent::Started {
-            child: c.name.clone(),
-            id: r.id(),
+        let r = crate::sched::defer_kills::<P, _>(|| {
+            let r = (c.start)();
+            r.monitor_into(&self.me, SupervisorMsg::Down);
+            r
         });
+        let id = r.id();
         self.running[i] = Some(r);
+        self.event(SupervisorEvent::Started {
+            child: self.spec.children[i].name.clone(),
+            id,
+        });
     }
 
     /// Stops the running children in `range`, last first: kill, then wait
