@@ -168,6 +168,11 @@ fn fault_outside_a_guard_is_not_an_overflow() {
 
 #[test]
 fn an_opted_in_overflow_ends_only_that_actor() {
+    // Bounded: a broken recovery would hang the join (it fails the test).
+    smarm_tests::with_timeout(120, opted_in_overflow_body);
+}
+
+fn opted_in_overflow_body() {
     // In-process: the runtime, its worker and the other actors carry on.
     let rt = smarm::Runtime::builder()
         .workers(1)

@@ -328,7 +328,9 @@ fn unwinding_actors_never_make_others_panicking() {
 fn an_unwinding_actor_keeps_its_identity_and_can_spawn() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        struct Spawns(Arc<Mutex<Option<(Option<u64>, u32)>>>);
+        /// What the destructor saw: its id, and its child's result.
+        type Seen = Option<(Option<u64>, u32)>;
+        struct Spawns(Arc<Mutex<Seen>>);
         impl Drop for Spawns {
             fn drop(&mut self) {
                 // A wait (detaches), then identity and a spawn.

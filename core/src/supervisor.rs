@@ -25,7 +25,9 @@
 //!   supervisor stops its own children before it ends: depth first, as
 //!   OTP's `shutdown`). It waits for each while it unwinds (sched's
 //!   "Unwinding": the wait holds no worker); at runtime shutdown it kills
-//!   them without waiting.
+//!   them without waiting. A kill that reaches the supervisor while a
+//!   start closure runs takes effect once that child is recorded, so it is
+//!   stopped with the others.
 //! - **Exactly once**: each child's end arrives as one `Down` message (the
 //!   monitor's exit hook runs once); a notice for a child already replaced
 //!   is recognised by its id and ignored.
