@@ -1149,6 +1149,25 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 }
 
+/// Switches from the worker's stack into actor `a` and returns when it
+/// switches back, its sp saved (the sanitizers told of both switches).
+///
+/// # Safety
+///
+/// The caller owns `a` (it took it from a queue or slot, or was handed it)
+/// and is the worker (or detached host) that runs it on this thread.
+#[inline(always)]
+unsafe fn resume_actor<P: Platform>(a: &Actor) {
+    // SAFETY: contract: we own `a`'s `sp` cell until we publish it again.
+    unsafe {
+        let to = *a.sp.get();
+        let san = crate::san::worker_to_actor(a);
+        let back = <P::Arch as Arch>::switch(to);
+        crate::san::worker_resumed(san);
+        *a.sp.get() = back;
+    }
+}
+
 /// What a worker does after running an actor.
 enum Next {
     /// Search for work.
@@ -1549,11 +1568,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
             }
             (*ctx).current = Arc::as_ptr(&a);
-            let to = *a.sp.get();
-            let san = crate::san::worker_to_actor(&a);
-            let back = <P::Arch as Arch>::switch(to);
-            crate::san::worker_resumed(san);
-            *a.sp.get() = back;
+            resume_actor::<P>(&a);
             (*ctx).current = ptr::null();
             if monitored {
                 self.end_hold(w, index, a.id, (*ctx).resumes);
@@ -1611,11 +1626,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // From here on this thread is no longer worker `index`:
                     // it touches none of the worker's shared state again.
                     P::set_current_worker(ptr::null_mut());
-                    let to = *a.sp.get();
-                    let san = crate::san::worker_to_actor(&a);
-                    let back = <P::Arch as Arch>::switch(to);
-                    crate::san::worker_resumed(san);
-                    *a.sp.get() = back;
+                    resume_actor::<P>(&a);
                     match mem::replace(&mut *a.request.get(), Request::None) {
                         Request::Rejoin => {}
                         _ => P::abort("smarm: an actor left a blocking call without rejoining"),
@@ -1671,11 +1682,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             // shared state (the context's own caches stay ours).
             (*ctx).detached = true;
             (*ctx).current = Arc::as_ptr(&a);
-            let to = *a.sp.get();
-            let san = crate::san::worker_to_actor(&a);
-            let back = <P::Arch as Arch>::switch(to);
-            crate::san::worker_resumed(san);
-            *a.sp.get() = back;
+            resume_actor::<P>(&a);
             (*ctx).current = ptr::null();
             (*ctx).detached = false;
             let req = mem::replace(&mut *a.request.get(), Request::None);
