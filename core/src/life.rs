@@ -245,7 +245,7 @@ pub(crate) struct Life {
     pub(crate) mailbox: RawCell<Option<Weak<dyn CloseDead>>>,
     /// The ids of the actors linked with this one (so a second `link` to
     /// the same partner adds nothing), under `links_lock`.
-    links: RawCell<alloc::vec::Vec<u64>>,
+    links: crate::sync::UnsafeCell<alloc::vec::Vec<u64>>,
     /// A spin lock for `links` (held for a lookup and a push: links are
     /// rare, and a link never waits while holding it).
     links_lock: AtomicBool,
@@ -267,7 +267,8 @@ pub(crate) trait CloseDead: Send + Sync {
 pub(crate) type TrapFn = Box<dyn Fn(&Down) -> bool + Send + Sync>;
 
 // SAFETY: `actor` is written once before the `Life` is shared and only read
-// afterwards; the rest are atomics or `Sync` (ExitHooks).
+// afterwards; `links` is touched only under `links_lock`; the rest are
+// atomics or `Sync` (ExitHooks).
 unsafe impl Send for Life {}
 // SAFETY: as above.
 unsafe impl Sync for Life {}
@@ -287,7 +288,7 @@ impl Life {
             stack,
             recover_overflow: AtomicBool::new(false),
             mailbox: RawCell::new(None),
-            links: RawCell::new(alloc::vec::Vec::new()),
+            links: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
             links_lock: AtomicBool::new(false),
         })
     }
@@ -392,18 +393,19 @@ impl Life {
         if !ptr::eq(lo, hi) {
             hi.lock_links::<P>();
         }
-        // SAFETY: both locks are held (or the one, for a self-link).
-        let new = unsafe {
-            let mine = &mut *self.links.get();
-            let new = !mine.contains(&other.id);
+        // SAFETY: both locks are held (or the one, for a self-link): no
+        // other access to either set.
+        let new = self.links.with_mut(|mine| unsafe {
+            let new = !(*mine).contains(&other.id);
             if new {
-                mine.push(other.id);
-                if !ptr::eq(self, other) {
-                    (*other.links.get()).push(self.id);
-                }
+                (*mine).push(other.id);
             }
             new
-        };
+        });
+        if new && !ptr::eq(self, other) {
+            // SAFETY: as above.
+            other.links.with_mut(|theirs| unsafe { (*theirs).push(self.id) });
+        }
         if !ptr::eq(lo, hi) {
             hi.unlock_links();
         }
@@ -620,4 +622,39 @@ pub fn trap_exits_into<P: Platform, M: Send + 'static>(
         }))
     };
     true
+}
+
+/// Loom models only: the link sets' lock and check
+/// (`core/tests/loom_links.rs`), on real `Life`s.
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub mod loom_links {
+    use alloc::sync::Arc;
+    use alloc::vec::Vec;
+
+    use crate::platform::Platform;
+
+    /// One actor's `Life` (no actor behind it).
+    pub struct LinkEnd(Arc<super::Life>);
+
+    impl LinkEnd {
+        /// A `Life` with id `id`.
+        pub fn new(id: u64) -> Self {
+            LinkEnd(super::Life::new(id, None, (0, 0)))
+        }
+
+        /// `link`'s bookkeeping: `true` if this made a new link.
+        pub fn link<P: Platform>(&self, other: &LinkEnd) -> bool {
+            self.0.add_link::<P>(&other.0)
+        }
+
+        /// The partner ids recorded (call once the linkers are joined).
+        pub fn links<P: Platform>(&self) -> Vec<u64> {
+            self.0.lock_links::<P>();
+            // SAFETY: the lock is held.
+            let v = self.0.links.with(|l| unsafe { (*l).clone() });
+            self.0.unlock_links();
+            v
+        }
+    }
 }
