@@ -642,8 +642,26 @@ pub(crate) fn defer_kills<P: Platform, R>(f: impl FnOnce() -> R) -> R {
 unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: contract.
     unsafe {
+        if suspend_no_resume_point::<P>(me, req) {
+            resume_point::<P>(me);
+        }
+    }
+}
+
+/// [`suspend`] without its resume point (spawn: the caller must get the
+/// child's handle first). Returns whether the actor switched out (a resume
+/// point is due), `false` while it unwinds.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor.
+#[inline(always)]
+unsafe fn suspend_no_resume_point<P: Platform>(me: *const Actor, req: Request) -> bool {
+    // SAFETY: contract.
+    unsafe {
         if P::panicking() {
-            return suspend_unwinding::<P>(me, req);
+            suspend_unwinding::<P>(me, req);
+            return false;
         }
         if *(*me).detached.get() {
             // The unwind was caught inside the actor (its own
@@ -651,11 +669,11 @@ unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
             rejoin::<P>(me);
             if matches!(req, Request::Park | Request::Yield) {
                 // The rejoin queued us (a yield); a park re-checks.
-                return resume_point::<P>(me);
+                return true;
             }
         }
         switch_out::<P>(me, req);
-        resume_point::<P>(me);
+        true
     }
 }
 
@@ -1040,16 +1058,7 @@ where
     // SAFETY: `me` is the running actor. No resume point after the switch:
     // the caller gets the child's handle even if it was killed meanwhile
     // (the kill unwinds it at its next resume point).
-    unsafe {
-        if P::panicking() {
-            suspend_unwinding::<P>(me, Request::Spawn(child));
-        } else {
-            if *(*me).detached.get() {
-                rejoin::<P>(me);
-            }
-            switch_out::<P>(me, Request::Spawn(child));
-        }
-    }
+    unsafe { suspend_no_resume_point::<P>(me, Request::Spawn(child)) };
     Ok(handle)
 }
 
@@ -1446,6 +1455,16 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// An actor ended (its stack already dealt with): marks it done, drops
     /// the worker's reference, and wakes its joiner into the run-next slot.
     fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Next {
+        if let Some(j) = self.end_actor(a, wake) {
+            self.put_run_next(w, j);
+        }
+        Next::Find
+    }
+
+    /// The bookkeeping of an actor's end, wherever it ended: marks it done,
+    /// drops the caller's reference and counts it gone; returns its joiner
+    /// if that must now be scheduled.
+    fn end_actor(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Option<Arc<Actor>> {
         // Release: a joiner never reads it; debugging aid only.
         a.state.store(DONE, Ordering::Release);
         self.unregister(&a);
@@ -1454,10 +1473,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
             self.core.idle.notify_all();
         }
-        if let Some(j) = wake.and_then(Actor::wake) {
-            self.put_run_next(w, j);
-        }
-        Next::Find
+        wake.and_then(Actor::wake)
     }
 
     /// Takes an ended actor out of the registry (dumps).
@@ -1695,15 +1711,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // queue (this thread may own no worker).
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
                     crate::san::retired(&a);
-                    // Release: debugging aid (as in `retire`).
-                    a.state.store(DONE, Ordering::Release);
-                    self.unregister(&a);
-                    drop(a);
-                    let left = core.live.fetch_sub(1, Ordering::SeqCst) - 1;
-                    if left == 0 && core.shutdown.load(Ordering::SeqCst) {
-                        core.idle.notify_all();
-                    }
-                    if let Some(j) = wake.and_then(Actor::wake) {
+                    if let Some(j) = self.end_actor(a, wake) {
                         self.push_outside(j);
                     }
                     core.blocked.fetch_sub(1, Ordering::SeqCst);

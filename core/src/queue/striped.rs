@@ -1,5 +1,5 @@
 //! The striped run queue: `K` MPMC rings (stripes) with one shared overflow,
-//! the churn-heavy many-core variant (see ARCHITECTURE.md, "Run queue").
+//! the churn-heavy many-core variant (`crate::queue` compares the three).
 //!
 //! A single ring makes every worker's push and pop meet on the same two
 //! counters (`head`, `tail`): with many workers churning (a yield storm) those

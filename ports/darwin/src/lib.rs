@@ -19,7 +19,7 @@
 //! `pthread_mutex_t`, whose contended path on Darwin is the "firstfit" slow
 //! path (every collision a kernel park and wake, an order of magnitude
 //! longer than the section it guards: measured as the bottleneck of an
-//! earlier C actor runtime, see ARCHITECTURE.md); a plain `pthread_mutex_t`
+//! earlier C actor runtime); a plain `pthread_mutex_t`
 //! (64 bytes, fair hand-off by default, so lock convoys); `OSSpinLock`
 //! (deprecated: a spinning waiter of higher QoS starves a preempted owner).
 //! An `os_unfair_lock` must be unlocked by the thread that locked it and

@@ -285,6 +285,15 @@ fn stack_map_limit() -> MapLimit {
     })
 }
 
+/// A failed stack mapping's errno as a `StackError` (ENOMEM: out of maps).
+fn stack_error(errno: i32) -> StackError {
+    if errno == libc::ENOMEM {
+        StackError::OutOfMaps { errno }
+    } else {
+        StackError::Os { errno }
+    }
+}
+
 /// Maps one guarded stack (see the crate doc).
 fn map_stack(usable: usize) -> Result<RawStack, StackError> {
     let page = Linux::page_size();
@@ -304,22 +313,14 @@ fn map_stack(usable: usize) -> Result<RawStack, StackError> {
     };
     if base == libc::MAP_FAILED {
         let e = errno();
-        return Err(if e == libc::ENOMEM {
-            StackError::OutOfMaps { errno: e }
-        } else {
-            StackError::Os { errno: e }
-        });
+        return Err(stack_error(e));
     }
     // SAFETY: `[base, base + page)` lies inside the mapping just made.
     if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
         let e = errno();
         // SAFETY: unmapping exactly the mapping made above.
         unsafe { libc::munmap(base, len) };
-        return Err(if e == libc::ENOMEM {
-            StackError::OutOfMaps { errno: e }
-        } else {
-            StackError::Os { errno: e }
-        });
+        return Err(stack_error(e));
     }
     Ok(RawStack {
         base: base.cast(),
