@@ -84,22 +84,44 @@ fn dropping_an_idle_runtime_returns_promptly() {
 fn actors_queued_but_never_run_are_cancelled_for_their_joiners() {
     with_timeout(30, || {
         let rt = Runtime::builder().workers(1).build().unwrap();
-        // The single worker is busy with a hog until shutdown; the queued
-        // actors behind it never start, and their joiners get Cancelled.
-        let hog = rt.spawn(|| loop {
+        let ran = Arc::new(AtomicUsize::new(0));
+        // The single worker is held by a hog that blocks its OS thread (it
+        // never reaches a switch) until it is handed the runtime, while the
+        // test queues actors behind it. The hog then starts the shutdown
+        // itself, on the worker, before anything behind it could run: the
+        // queued actors are first resumed after the shutdown flag is set,
+        // so they are cancelled before their bodies run.
+        let (give, take) = std::sync::mpsc::channel::<Runtime>();
+        let hog = rt.spawn(move || {
+            let rt = take
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("the test hands the runtime over");
+            // On its own worker, shutdown sets the flag and returns: the
+            // worker finishes on its own once every actor is gone.
+            let report = rt.shutdown();
+            assert_eq!(report.abandoned, 0);
+            // Cancelled at this yield's resume point.
             smarm::yield_now();
+            unreachable!("a yield after shutdown returned");
         });
-        let queued: Vec<_> = (0..20).map(|i| rt.spawn(move || i)).collect();
-        drop(rt);
+        let queued: Vec<_> = (0..20)
+            .map(|i| {
+                let ran = ran.clone();
+                rt.spawn(move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    i
+                })
+            })
+            .collect();
+        give.send(rt).unwrap();
         assert!(hog.join().unwrap_err().is_cancelled());
-        for h in queued {
-            // They may have run to completion before the drop, or been
-            // cancelled; never lost.
+        for (i, h) in queued.into_iter().enumerate() {
             match h.join() {
-                Ok(_) => {}
-                Err(e) => assert!(e.is_cancelled()),
+                Ok(v) => panic!("queued actor {i} ran to completion ({v}) after shutdown began"),
+                Err(e) => assert!(e.is_cancelled(), "queued actor {i}: {e:?}"),
             }
         }
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "a queued actor's body ran");
     });
 }
 
