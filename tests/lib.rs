@@ -79,13 +79,37 @@ pub fn track_allocs(on: bool) {
     TRACK.with(|t| t.set(on));
 }
 
+static TRACK_ALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Starts (`true`) or stops counting every thread's allocations: for a
+/// runtime with several workers, whose actors migrate between threads.
+/// Every thread of the test binary counts meanwhile (the test harness's
+/// threads too), so nothing else may run: keep such a test in a binary
+/// of its own or make it the binary's only allocating test.
+pub fn track_all_allocs(on: bool) {
+    TRACK_ALL.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Allocations counted so far (on tracking threads).
 pub fn allocs() -> u64 {
     ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+static FREES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Deallocations counted so far (on tracking threads).
+pub fn frees() -> u64 {
+    FREES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn tracked() -> bool {
+    // Relaxed: a switch read on every allocation; the tests flip it from
+    // the measured actor itself, and the counting is program-ordered there.
+    TRACK_ALL.load(std::sync::atomic::Ordering::Relaxed) || TRACK.with(|t| t.get())
+}
+
 fn count_if_tracked() {
-    if TRACK.with(|t| t.get()) {
+    if tracked() {
         ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
@@ -99,6 +123,9 @@ unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
         unsafe { std::alloc::System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        if tracked() {
+            FREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.dealloc(p, l) }
     }

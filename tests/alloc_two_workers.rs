@@ -1,0 +1,177 @@
+//! Steady-state messaging on two workers never grows memory. The measured
+//! actors migrate between the workers (a wake runs the woken actor on the
+//! waker's worker; an idle worker steals), so a message node may be taken
+//! from one worker's node cache and freed into the other's. On one worker
+//! messaging allocates nothing at all (`mailbox_alloc`, `channel_alloc`);
+//! here the two caches' levels drift apart as actors migrate, a cache that
+//! runs dry takes a node from the allocator and a full one (at
+//! `NodeCache::CLASS_CAP`, 1,024 blocks per size class) gives it back, so a
+//! few allocations per 10^5 messages happen (docs/reliability.md,
+//! "Allocation"). What must hold: every node allocated is freed again or
+//! kept in a cache, so the blocks alive at the end exceed those at the
+//! start by at most what two caches hold. A node leaked or never recycled
+//! fails it (one per message). Every thread's allocations are counted
+//! while measuring ([`track_all_allocs`]): this binary holds one test, so
+//! the harness allocates nothing meanwhile.
+//!
+//! [`track_all_allocs`]: smarm_tests::track_all_allocs
+
+use smarm_tests::smarm::{self, bounded, channel, Addr, Mailbox, Runtime};
+use smarm_tests::with_timeout;
+
+#[global_allocator]
+static GLOBAL: smarm_tests::CountingAlloc = smarm_tests::CountingAlloc;
+
+const WARM: u64 = 2_000;
+const MEASURED: u64 = 50_000;
+
+/// Blocks two workers' node caches can hold (`NodeCache::CLASS_CAP` per
+/// size class, one class used here), plus the nodes in flight.
+const CACHED_MAX: i64 = 2 * 1024 + 16;
+
+/// Every thread's allocations and deallocations while `f` runs.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    allocs: u64,
+    frees: u64,
+}
+
+impl Counts {
+    fn growth(self) -> i64 {
+        self.allocs as i64 - self.frees as i64
+    }
+}
+
+fn measure(f: impl FnOnce()) -> Counts {
+    smarm_tests::track_all_allocs(true);
+    let (a, d) = (smarm_tests::allocs(), smarm_tests::frees());
+    f();
+    let n = Counts {
+        allocs: smarm_tests::allocs() - a,
+        frees: smarm_tests::frees() - d,
+    };
+    smarm_tests::track_all_allocs(false);
+    n
+}
+
+enum Msg {
+    Peer(Addr<Msg>),
+    N(u64),
+}
+
+/// A mailbox ping-pong between two actors: 2 x `MEASURED` messages.
+fn mailboxes(rt: &Runtime) -> (Counts, Vec<usize>) {
+    rt.block_on(|| {
+        let (b, hb) = smarm::spawn_actor(|mut mb: Mailbox<Msg>| {
+            let Msg::Peer(a) = mb.recv() else {
+                panic!("peer first")
+            };
+            let mut workers = Vec::new();
+            loop {
+                match mb.recv() {
+                    Msg::N(u64::MAX) => return workers,
+                    Msg::N(v) => {
+                        note_worker(&mut workers);
+                        a.send(Msg::N(v)).unwrap()
+                    }
+                    Msg::Peer(_) => panic!("one peer"),
+                }
+            }
+        });
+        let b2 = b.clone();
+        let (a, ha) = smarm::spawn_actor(move |mut mb: Mailbox<Msg>| {
+            b2.send(Msg::Peer(mb.addr())).unwrap();
+            let mut round = |i: u64| {
+                b2.send(Msg::N(i)).unwrap();
+                match mb.recv() {
+                    Msg::N(v) => assert_eq!(v, i),
+                    Msg::Peer(_) => panic!("unexpected peer"),
+                }
+            };
+            for i in 0..WARM {
+                round(i);
+            }
+            let n = measure(|| {
+                for i in 0..MEASURED {
+                    round(i);
+                }
+            });
+            b2.send(Msg::N(u64::MAX)).unwrap();
+            n
+        });
+        drop((a, b));
+        let workers = hb.join().unwrap();
+        (ha.join().unwrap(), workers)
+    })
+}
+
+/// A channel ping-pong: one ping and one pong over unbounded channels, then
+/// two each way over bounded channels of capacity 1, so the second send of
+/// each pair parks until the first is taken: 6 x `MEASURED` messages.
+fn channels(rt: &Runtime) -> (Counts, Vec<usize>) {
+    rt.block_on(|| {
+        let (ping_tx, mut ping_rx) = channel::<u64>();
+        let (pong_tx, mut pong_rx) = channel::<u64>();
+        let (there_tx, mut there_rx) = bounded::<u64>(1);
+        let (back_tx, mut back_rx) = bounded::<u64>(1);
+        let echo = smarm::spawn(move || {
+            let mut workers = Vec::new();
+            while let Ok(v) = ping_rx.recv() {
+                note_worker(&mut workers);
+                pong_tx.send(v).unwrap();
+                assert_eq!(there_rx.recv(), Ok(v));
+                assert_eq!(there_rx.recv(), Ok(v));
+                back_tx.send(v).unwrap();
+                back_tx.send(v).unwrap();
+            }
+            workers
+        });
+        let mut round = |i: u64| {
+            ping_tx.send(i).unwrap();
+            assert_eq!(pong_rx.recv(), Ok(i));
+            there_tx.send(i).unwrap();
+            there_tx.send(i).unwrap();
+            assert_eq!(back_rx.recv(), Ok(i));
+            assert_eq!(back_rx.recv(), Ok(i));
+        };
+        for i in 0..WARM {
+            round(i);
+        }
+        let n = measure(|| {
+            for i in 0..MEASURED {
+                round(i);
+            }
+        });
+        drop(ping_tx);
+        (n, echo.join().unwrap())
+    })
+}
+
+/// Records the worker the echoing actor runs on (allocation-free once
+/// `workers` holds both: it is given room up front).
+fn note_worker(workers: &mut Vec<usize>) {
+    let w = smarm::current_worker().expect("on a worker");
+    if workers.capacity() == 0 {
+        workers.reserve(8);
+    }
+    if !workers.contains(&w) && workers.len() < workers.capacity() {
+        workers.push(w);
+    }
+}
+
+#[test]
+fn steady_state_messaging_on_two_workers_never_grows_memory() {
+    with_timeout(120, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (m, mw) = mailboxes(&rt);
+        let (c, cw) = channels(&rt);
+        eprintln!(
+            "mailboxes: {m:?} in {} messages, echo on workers {mw:?}; \
+             channels: {c:?} in {} messages, echo on workers {cw:?}",
+            2 * MEASURED,
+            6 * MEASURED
+        );
+        assert!(m.growth() <= CACHED_MAX, "mailbox messaging grew memory: {m:?}");
+        assert!(c.growth() <= CACHED_MAX, "channel messaging grew memory: {c:?}");
+    });
+}
