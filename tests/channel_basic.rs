@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use smarm_tests::smarm::{
-    self, bounded, channel, oneshot, try_bounded, BoundedReceiver, BoundedSender, CapacityError, Receiver,
-    RecvError, Runtime, SendError, Sender, TryRecvError, TrySendError,
+    self, bounded, channel, oneshot, try_bounded, ActorState, BoundedReceiver, BoundedSender, CapacityError,
+    Receiver, RecvError, Runtime, SendError, Sender, TryRecvError, TrySendError,
 };
 use smarm_tests::{eventually, with_timeout};
 
@@ -224,9 +224,20 @@ fn bounded_backpressure() {
                 s2.fetch_add(1, Ordering::SeqCst);
             }
         });
-        eventually(30, "the sender fills the channel", || {
-            sent.load(Ordering::SeqCst) >= CAP as u64
+        // The sender fills the channel and parks on its next send before
+        // the first receive: the blocked-sender path is taken.
+        let id = sender.id();
+        eventually(30, "the sender parks on the full channel", || {
+            rt.dump()
+                .actors
+                .iter()
+                .any(|a| a.id == id && a.state == ActorState::WaitingChannel)
         });
+        assert_eq!(
+            sent.load(Ordering::SeqCst),
+            CAP as u64,
+            "parked with the channel not full"
+        );
         for k in 1..=COUNT {
             assert_eq!(rx.recv(), Ok(k - 1), "FIFO");
             let s = sent.load(Ordering::SeqCst);
@@ -235,6 +246,44 @@ fn bounded_backpressure() {
         sender.join().unwrap();
         assert_eq!(rx.recv(), Err(RecvError));
     });
+}
+
+/// The calling OS thread's id (Linux: its tid; elsewhere unused).
+fn os_thread_id() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() as u64 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        1
+    }
+}
+
+/// Whether thread `tid` of this process is asleep in a smarm thread
+/// waiter's wait: `futex(word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0,
+/// ..)` in `/proc/self/task/TID/syscall`. Nothing else waits that way with
+/// an expected 0: the port's lock waits for 2, the C library's locks use
+/// plain `FUTEX_WAIT`. So for a thread inside a bounded send, it means the
+/// sender is listed on the channel and asleep. Off Linux there is no such
+/// view: `true` (the send may then not have reached its wait yet; the
+/// test still passes, by the send's own check of the receiver).
+fn waits_on_a_smarm_word(tid: u64) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(s) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+            return false;
+        };
+        let f: Vec<&str> = s.split_whitespace().collect();
+        let op = format!("{:#x}", libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG);
+        f.len() > 3 && f[2] == op && f[3] == "0x0"
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = tid;
+        true
+    }
 }
 
 #[test]
@@ -254,16 +303,22 @@ fn bounded_receiver_drop_wakes_blocked_senders() {
         assert_eq!(r, Err(SendError("blocked".to_string())));
 
         // A thread blocked on a full channel, the receiver dropped by an
-        // actor (the thread may or may not have blocked yet: Err both ways).
+        // actor. The drop waits until the thread is asleep in the send's
+        // wait (Linux: seen in /proc), so the wake-on-drop path is the
+        // one taken, not the send's own check of a receiver gone first.
         let (tx, rx) = bounded::<u32>(1);
         tx.send(1).unwrap();
-        let started = Arc::new(AtomicBool::new(false));
-        let st = started.clone();
+        let tid = Arc::new(AtomicU64::new(0));
+        let id = tid.clone();
         let t = std::thread::spawn(move || {
-            st.store(true, Ordering::SeqCst);
+            id.store(os_thread_id(), Ordering::SeqCst);
             tx.send(2)
         });
-        eventually(30, "the sender thread starts", || started.load(Ordering::SeqCst));
+        eventually(30, "the sender thread starts", || tid.load(Ordering::SeqCst) != 0);
+        let tid = tid.load(Ordering::SeqCst);
+        eventually(30, "the sender thread waits in its send", || {
+            waits_on_a_smarm_word(tid)
+        });
         rt.spawn(move || drop(rx)).join().unwrap();
         assert_eq!(t.join().unwrap(), Err(SendError(2)));
     });

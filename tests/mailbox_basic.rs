@@ -166,9 +166,10 @@ fn selective_receive_keeps_the_others_in_order() {
 }
 
 /// One worker: a ping-pong pair hands each other the run-next slot on
-/// every message while a counter actor waits in the run queue. Returns how
-/// often the counter ran during `messages` round trips.
-fn queued_actor_ticks(rt: Runtime, messages: u32) -> u64 {
+/// every message while a counter actor waits in the run queue. The pair
+/// stops after `messages` round trips, or as soon as the counter has run
+/// `enough` times during the exchange. Returns how often it ran then.
+fn queued_actor_ticks(rt: Runtime, messages: u64, enough: u64) -> u64 {
     let stop = Arc::new(AtomicBool::new(false));
     let ticks = Arc::new(AtomicU64::new(0));
     let (s, t) = (stop.clone(), ticks.clone());
@@ -188,9 +189,14 @@ fn queued_actor_ticks(rt: Runtime, messages: u32) -> u64 {
         let (_me, hm) = smarm::spawn_actor(move |mut mb: Mailbox<u32>| {
             let my = mb.addr();
             let start = ticks.load(Ordering::SeqCst);
-            for n in (0..messages).rev() {
+            for k in 1..=messages {
+                let last = k == messages || ticks.load(Ordering::SeqCst) - start >= enough;
+                let n = u32::from(!last);
                 pong.send((n, my.clone())).unwrap();
                 assert_eq!(mb.recv(), n);
+                if last {
+                    break;
+                }
             }
             ticks.load(Ordering::SeqCst) - start
         });
@@ -208,7 +214,7 @@ fn ping_pong_pair_does_not_starve_a_queued_actor_without_timeslices() {
         // Without timeslices, the cap on consecutive run-next runs must let
         // the queued actor progress every few messages.
         let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
-        let ticks = queued_actor_ticks(rt, 20_000);
+        let ticks = queued_actor_ticks(rt, 20_000, u64::MAX);
         assert!(
             ticks > 1000,
             "the queued actor ran only {ticks} times in 40,000 messages"
@@ -219,14 +225,17 @@ fn ping_pong_pair_does_not_starve_a_queued_actor_without_timeslices() {
 #[test]
 fn ping_pong_pair_does_not_starve_a_queued_actor_with_timeslices() {
     with_timeout(60, || {
-        // With timeslices, the pair shares one inherited slice (100 µs):
-        // 400,000 messages take well over a millisecond even at 40 ns
-        // each, so the queued actor must have run at least ten times.
+        // With timeslices (and no run-next cap), the pair shares one
+        // inherited slice, so only its expiry lets the queued actor run.
+        // The pair exchanges until the counter has run ten times: however
+        // fast or slow the machine, a starving scheduler never gets there
+        // (the 50,000,000 round trips are a bound, reached only then, or
+        // the test's timeout first).
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let ticks = queued_actor_ticks(rt, 200_000);
+        let ticks = queued_actor_ticks(rt, 50_000_000, 10);
         assert!(
             ticks >= 10,
-            "the queued actor ran only {ticks} times in 400,000 messages"
+            "the queued actor ran only {ticks} times in 100,000,000 messages"
         );
     });
 }

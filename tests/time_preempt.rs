@@ -156,20 +156,43 @@ fn counting_pair(rt: &Runtime, count: &Arc<AtomicU64>, stop: &Arc<AtomicBool>) -
 #[test]
 fn blocked_actors_do_not_stall_a_one_worker_runtime() {
     with_timeout(60, || {
-        // Four actors each block their thread for 200 ms (the blocking
-        // operation under test) on a 1-worker runtime, while a ping-pong
-        // pair keeps exchanging messages.
+        // Four actors each block their thread (the blocking operation
+        // under test) on a 1-worker runtime, while a ping-pong pair keeps
+        // exchanging messages.
         let rt = Runtime::builder().workers(1).build().unwrap();
         let exchanged = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let pair = counting_pair(&rt, &exchanged, &stop);
+        // Each blocking call waits (bounded) until all four are blocked at
+        // once, then until the pair has exchanged 100 more messages: on one
+        // worker both only happen if every blocked thread handed its duty
+        // on. No clock decides the outcome; the 20 s is a hang guard.
+        let inside = Arc::new(AtomicU64::new(0));
         let blockers: Vec<_> = (0..4)
             .map(|_| {
-                let e = exchanged.clone();
+                let (e, inside) = (exchanged.clone(), inside.clone());
                 rt.spawn(move || {
-                    let before = e.load(Ordering::SeqCst);
-                    smarm::blocking(|| std::thread::sleep(Duration::from_millis(200)));
-                    e.load(Ordering::SeqCst) - before
+                    smarm::blocking(|| {
+                        let give_up = Instant::now() + Duration::from_secs(20);
+                        let wait = |what: &str, done: &dyn Fn() -> bool| {
+                            while !done() {
+                                assert!(Instant::now() < give_up, "the runtime stalled: {what}");
+                                // Off actors (as here) it yields the OS
+                                // thread through the port: the simulation's
+                                // baton moves on too.
+                                smarm::yield_now();
+                            }
+                        };
+                        inside.fetch_add(1, Ordering::SeqCst);
+                        wait("not all four calls blocked at once", &|| {
+                            inside.load(Ordering::SeqCst) >= 4
+                        });
+                        let before = e.load(Ordering::SeqCst);
+                        wait("no 100 exchanges while all four were blocked", &|| {
+                            e.load(Ordering::SeqCst) >= before + 100
+                        });
+                        e.load(Ordering::SeqCst) - before
+                    })
                 })
             })
             .collect();
@@ -180,8 +203,8 @@ fn blocked_actors_do_not_stall_a_one_worker_runtime() {
         }
         for d in during {
             assert!(
-                d > 100,
-                "only {d} messages were exchanged during a 200 ms blocking call"
+                d >= 100,
+                "only {d} messages were exchanged during a blocking call"
             );
         }
         // Counted by each worker's new thread as it takes over.
@@ -302,19 +325,35 @@ fn long_hold_monitor_reports_an_actor_that_never_reaches_a_safe_point() {
 #[test]
 fn checkpointed_work_is_not_a_long_hold() {
     with_timeout(60, || {
+        // The checkpointed actor runs for over twice the threshold, so a
+        // monitor that did not see its checkpoints' switches would report
+        // it (as it reports the hog in the test above). The threshold is a
+        // hang-sized margin: between two switches the actor holds the
+        // worker for about one 100 us slice, and only a stall of the whole
+        // worker thread for over a second could look like a hold.
+        const HOLD: Duration = Duration::from_secs(1);
         let rt = Runtime::builder()
             .workers(1)
-            .long_hold(Duration::from_millis(200), None)
+            .long_hold(HOLD, None)
             .build()
             .unwrap();
         rt.block_on(|| {
+            // A lower bound on the run's length: a causal clock property.
             let t = Instant::now();
-            while t.elapsed() < Duration::from_millis(100) {
+            while t.elapsed() < 2 * HOLD + HOLD / 2 {
                 black_box(work(CHUNK));
                 smarm::checkpoint();
             }
         });
-        assert_eq!(rt.counters().total().long_holds, 0);
+        let total = rt.counters().total();
+        assert!(
+            total.timeslice_expiries > 0,
+            "no checkpoint yielded: the monitor saw no switch to ignore"
+        );
+        assert_eq!(
+            total.long_holds, 0,
+            "checkpointed work was reported as a long hold"
+        );
     });
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use smarm_tests::smarm::{self, Mailbox, RecvTimeoutError, Runtime};
+use smarm_tests::smarm::{self, ActorState, Mailbox, RecvTimeoutError, Runtime};
 use smarm_tests::with_timeout;
 
 #[test]
@@ -35,71 +35,180 @@ fn sleep_waits_at_least_its_duration_and_frees_the_worker() {
     });
 }
 
+/// Whether actor `id` is parked in a sleep in `d`.
+fn is_sleeping(d: &smarm::Dump, id: u64) -> bool {
+    d.actors
+        .iter()
+        .any(|a| a.id == id && a.state == ActorState::Sleeping)
+}
+
+/// One round of [`sleepers_wake_in_deadline_order`]: 8 sleepers, sleeper
+/// `i` for `(i + 1) * step`, spawned in reverse (the order of arming is not
+/// the order of the deadlines). Returns `false`, asserting nothing, when
+/// the round cannot tell the deadlines' order: some sleeper woke before
+/// all had armed, or they armed more than one `step` apart.
+fn deadline_order_round(step: Duration) -> bool {
+    const N: usize = 8;
+    // One worker: one thread fires the timer heap, a whole batch of due
+    // timers before it runs any actor, and in deadline order.
+    let rt = Arc::new(Runtime::builder().workers(1).build().unwrap());
+    let hs: Vec<_> = (0..N)
+        .rev()
+        .map(|i| {
+            let rt2 = rt.clone();
+            let d = step * (i as u32 + 1);
+            let h = rt.spawn(move || {
+                let lo = smarm::now_ns();
+                smarm::sleep(d);
+                let woke = smarm::now_ns();
+                // Who is still parked in a sleep now that this one runs.
+                let asleep: Vec<u64> = rt2
+                    .dump()
+                    .actors
+                    .iter()
+                    .filter(|a| a.state == ActorState::Sleeping)
+                    .map(|a| a.id)
+                    .collect();
+                drop(rt2);
+                (lo, woke, asleep)
+            });
+            (i, d, h)
+        })
+        .collect();
+    let mut hs: Vec<_> = hs.into_iter().rev().collect(); // by i
+    let ids: Vec<u64> = hs.iter().map(|(_, _, h)| h.id()).collect();
+    // Wait until one dump shows all 8 parked in their sleeps (so every one
+    // armed its timer and none has fired), or until one has woken.
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let armed_at = loop {
+        let d = rt.dump();
+        if ids.iter().all(|&id| is_sleeping(&d, id)) {
+            break Some(smarm::now_ns());
+        }
+        if hs.iter().any(|(_, _, h)| h.is_finished()) {
+            break None;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the sleepers neither parked nor woke:\n{d}"
+        );
+        std::thread::yield_now();
+    };
+    let results: Vec<_> = hs.drain(..).map(|(i, d, h)| (i, d, h.join().unwrap())).collect();
+    drop(Arc::into_inner(rt).expect("the sleepers dropped their references"));
+    for (i, d, (lo, woke, _)) in &results {
+        // A causal bound of the monotonic clock, checked in every round.
+        assert!(
+            *woke >= lo + d.as_nanos() as u64,
+            "sleeper {i} woke {} ns after it began a sleep of {d:?}",
+            woke - lo
+        );
+    }
+    let Some(armed_at) = armed_at else {
+        return false;
+    };
+    // Sleeper `i`'s deadline lies in [lo_i + d_i, armed_at + d_i]: its
+    // sleep read the clock after `lo_i`, and before it parked, which the
+    // dump saw before `armed_at`. With every `armed_at - lo_i` under one
+    // step, these intervals are disjoint and increase with `i`.
+    let first_lo = results.iter().map(|(_, _, (lo, _, _))| *lo).min().unwrap();
+    if armed_at - first_lo >= step.as_nanos() as u64 {
+        return false;
+    }
+    for (j, _, (_, _, asleep)) in &results {
+        let earlier: Vec<u64> = ids[..*j]
+            .iter()
+            .copied()
+            .filter(|id| asleep.contains(id))
+            .collect();
+        assert!(
+            earlier.is_empty(),
+            "sleeper {j} woke while sleepers with earlier deadlines ({earlier:?} of {ids:?}) still slept"
+        );
+    }
+    true
+}
+
 #[test]
 fn sleepers_wake_in_deadline_order() {
-    with_timeout(60, || {
-        let rt = Runtime::builder().workers(2).build().unwrap();
-        let (tx, mut rx) = smarm::channel::<u32>();
-        // Spawned in reverse: the order of arming is not the order of waking.
-        let hs: Vec<_> = (0..8u32)
-            .rev()
-            .map(|i| {
-                let tx = tx.clone();
-                rt.spawn(move || {
-                    smarm::sleep(Duration::from_millis(5 + 15 * i as u64));
-                    tx.send(i).unwrap();
-                })
-            })
-            .collect();
-        drop(tx);
-        for h in hs {
-            h.join().unwrap();
+    with_timeout(120, || {
+        // Each woken sleeper checks, in a dump, that no sleeper with an
+        // earlier deadline is still parked in its sleep: an order of
+        // wake-ups, not of wall-clock times. The deadlines are known to
+        // be ordered only when the sleepers armed within one step of each
+        // other; a round that stalled that long is rerun with a longer step.
+        for step_ms in [15, 60, 240, 960] {
+            if deadline_order_round(Duration::from_millis(step_ms)) {
+                return;
+            }
+            eprintln!("sleepers armed over {step_ms} ms apart or woke first: again, slower");
         }
-        let mut order = Vec::new();
-        while let Ok(i) = rx.recv() {
-            order.push(i);
-        }
-        assert_eq!(order, (0..8).collect::<Vec<_>>());
+        panic!("in no round did all sleepers arm within one step (up to 960 ms) of each other");
     });
 }
 
 #[test]
 fn ten_thousand_sleepers_all_wake_after_their_deadlines() {
     with_timeout(120, || {
-        let rt = Runtime::builder().workers(2).build().unwrap();
-        let before = rt.counters().total().timer_fires;
-        let early = Arc::new(AtomicU64::new(0));
-        let e = early.clone();
-        rt.block_on(move || {
-            let hs: Vec<_> = (0..10_000u64)
-                .map(|i| {
-                    let e = e.clone();
-                    smarm::spawn(move || {
-                        // Many equal deadlines: 50 distinct durations. At
-                        // least 10 ms: a sleep whose deadline has passed
-                        // before it arms returns without a timer (no fire),
-                        // which 1 ms sleepers hit under ASan (1 in ~4 runs:
-                        // 9,999 fires).
-                        let d = Duration::from_millis(10 + (i * 7919) % 50);
-                        let t = Instant::now();
-                        smarm::sleep(d);
-                        if t.elapsed() < d {
-                            e.fetch_add(1, Ordering::SeqCst);
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
-            }
-        });
-        assert_eq!(
-            early.load(Ordering::SeqCst),
-            0,
-            "some sleepers woke before their deadline"
-        );
-        assert_eq!(rt.counters().total().timer_fires - before, 10_000);
+        for workers in [1, 2] {
+            ten_thousand_sleepers(workers);
+        }
     });
+}
+
+fn ten_thousand_sleepers(workers: usize) {
+    const N: usize = 10_000;
+    let rt = Runtime::builder().workers(workers).build().unwrap();
+    let before = rt.counters().total().timer_fires;
+    let (early, proven) = rt.block_on(move || {
+        let early = Arc::new(AtomicU64::new(0));
+        // Per sleeper: the clock just before its sleep, and its worker + 1.
+        let seen: Arc<Vec<(AtomicU64, AtomicU64)>> =
+            Arc::new((0..N).map(|_| (AtomicU64::new(0), AtomicU64::new(0))).collect());
+        let mut proven = 0u64;
+        let mut hs = Vec::with_capacity(N);
+        for i in 0..N {
+            let (e, s) = (early.clone(), seen.clone());
+            // Many equal deadlines: 50 distinct durations.
+            let d = Duration::from_millis(10 + (i as u64 * 7919) % 50);
+            hs.push(smarm::spawn(move || {
+                // No safe point from here to the park in `sleep`.
+                let w = smarm::current_worker().unwrap() as u64 + 1;
+                let lo = smarm::now_ns();
+                s[i].1.store(w, Ordering::SeqCst);
+                s[i].0.store(lo, Ordering::SeqCst);
+                let t = Instant::now();
+                smarm::sleep(d);
+                if t.elapsed() < d {
+                    e.fetch_add(1, Ordering::SeqCst);
+                }
+            }));
+            // A sleep whose deadline passed before it armed returns without
+            // a timer, so not every sleep fires one. This one provably
+            // armed if it ran (to its park) on this worker before this
+            // resumption, and this resumption came before its deadline: its
+            // in-sleep clock check then saw the deadline ahead.
+            let now = smarm::now_ns();
+            let me = smarm::current_worker().unwrap() as u64 + 1;
+            let lo = seen[i].0.load(Ordering::SeqCst);
+            if lo != 0 && seen[i].1.load(Ordering::SeqCst) == me && now < lo + d.as_nanos() as u64 {
+                proven += 1;
+            }
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        (early.load(Ordering::SeqCst), proven)
+    });
+    assert_eq!(early, 0, "some sleepers woke before their deadline");
+    let fires = rt.counters().total().timer_fires - before;
+    eprintln!("{workers} workers: {fires} timer fires, {proven} sleepers provably armed");
+    // Every armed timer fires exactly once: at least one per provably
+    // armed sleeper, at most one per sleeper.
+    assert!(
+        (proven..=N as u64).contains(&fires),
+        "{fires} timer fires for {N} sleepers, {proven} of them provably armed"
+    );
 }
 
 #[test]
@@ -285,11 +394,15 @@ fn shutdown_cancels_sleepers_without_waiting_for_their_timers() {
         let hs: Vec<_> = (0..100)
             .map(|_| rt.spawn(|| smarm::sleep(Duration::from_secs(3600))))
             .collect();
-        // Wait until every sleeper has armed its timer (parked).
-        smarm_tests::eventually(30, "sleepers parked", || rt.counters().total().switches >= 100);
-        let t = Instant::now();
+        // Wait until every sleeper has armed its timer: parked in its sleep.
+        let ids: Vec<u64> = hs.iter().map(|h| h.id()).collect();
+        smarm_tests::eventually(30, "all 100 sleepers parked in their sleeps", || {
+            let d = rt.dump();
+            ids.iter().all(|&id| is_sleeping(&d, id))
+        });
+        // An hour's timers inside this test's 60 s timeout: shutdown does
+        // not wait for them.
         let report = rt.shutdown();
-        assert!(t.elapsed() < Duration::from_secs(30));
         // Shutdown fires the sleepers' timers early: they resume, are
         // cancelled, and unwind; none is left abandoned.
         assert_eq!(report.abandoned, 0);
