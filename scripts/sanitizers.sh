@@ -10,7 +10,7 @@
 # sanitizers need `-Zbuild-std`). x86_64 Linux only. Each sanitizer builds
 # into its own target dir (target/tsan, target/asan). Reports fail the run:
 # TSan exits 66 from the test binary after a report, ASan aborts at the
-# first one. Doctests are not run (rustdoc would need the flags too).
+# first one. The doctests run too (built by rustdoc with the same flags).
 # Suppressions (each entry says why it is false):
 # scripts/tsan.supp.
 set -euo pipefail
@@ -44,13 +44,19 @@ run() {
     shift 2
     local start
     start=$(date +%s)
-    echo "=== $name: smarm-tests + smarm-linux and smarm-core unit tests + ring_threads"
+    echo "=== $name: smarm-tests + smarm-linux and smarm-core unit tests + ring_threads, then the doctests"
     # `--cfg smarm_*` turns the fiber hooks on; it reaches std too (build-std),
     # where it is unused. `-Cforce-frame-pointers` gives the reports' stacks.
-    RUSTFLAGS="-Zsanitizer=$sanitizer --cfg smarm_$name -Cforce-frame-pointers=yes" \
-        CARGO_TARGET_DIR="target/$name" \
+    local flags="-Zsanitizer=$sanitizer --cfg smarm_$name -Cforce-frame-pointers=yes"
+    RUSTFLAGS="$flags" CARGO_TARGET_DIR="target/$name" \
         cargo +nightly test -Zbuild-std --target "$TARGET" \
         -p smarm-tests -p smarm-linux -p smarm-core --lib --tests "$@"
+    # The doctests (README's examples are the Linux port's crate docs):
+    # rustdoc builds each with the same flags, against the same std.
+    echo "=== $name: doctests"
+    RUSTFLAGS="$flags" RUSTDOCFLAGS="$flags" CARGO_TARGET_DIR="target/$name" \
+        cargo +nightly test -Zbuild-std --target "$TARGET" \
+        -p smarm-tests -p smarm-linux -p smarm-core --doc
     echo "$name: $(($(date +%s) - start)) s"
 }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The loom models can fail: applies one known bug at a time (a mutation of
+# the real code or of a replica), runs the model that must catch it, and
+# fails unless that model fails. Each mutation is undone afterwards (the
+# file is restored from git; a file with uncommitted changes is refused).
+#
+#   scripts/mutants.sh          every mutation (~1 min each on 2 cores:
+#                               a core mutation rebuilds core for loom)
+#   scripts/mutants.sh --ci     the CI subset (MUTANTS_CI below)
+#   scripts/mutants.sh NAME...  the named mutations
+#
+# Each entry, fields separated by '#': name, file, python regex (one
+# match), replacement, loom test binary, model, text the failure must
+# contain (a panic message, or "deadlock").
+# The table is in docs/reliability.md, "The models can fail".
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MUTANTS=(
+'ring-pop-release#core/src/ring.rs#\.store\(pos\.wrapping_add\(self\.capacity\(\)\), Ordering::Release\)#.store(pos.wrapping_add(self.capacity()), Ordering::Relaxed)#loom_ring#wrap_around_two_producers#Causality violation'
+'idle-sleep-fence#core/src/idle.rs#(self\.nsleep\.store\(list\.len\(\) as u32, Ordering::SeqCst\);\n        \}\n)        fence\(Ordering::SeqCst\);#\1#loom_idle#ring_one_worker_three_items_wraps#deadlock'
+'idle-notify-fence#core/src/idle.rs#(pub fn notify_one\(&self\) -> bool \{\n        // 1: orders the caller'\''s publish before the load of `nsleep`.\n)        fence\(Ordering::SeqCst\);#\1#loom_idle#ring_one_worker_three_items_wraps#deadlock'
+'shutdown-no-recheck#core/tests/loom_shutdown.rs#                if self\.has_work\(\) \{\n                    return false;\n                \}\n                self\.finished_after_push#                self.finished_after_push#loom_shutdown#outside_wake_races_the_sweep#abandoned'
+'shutdown-last-idle#core/tests/loom_shutdown.rs#                self\.has_work\(\)\n                    \|\| \(self\.shutdown\.load\(Ordering::SeqCst\) && self\.idle\.sleepers\(\) as usize >= self\.workers\)#                self.has_work()#loom_shutdown#parked_actor_is_swept_at_shutdown#deadlock'
+)
+# One real-code mutation (it rebuilds core for loom, ~2 min) and the two
+# replica mutations (each rebuilds only its test binary, ~15 s).
+MUTANTS_CI=(idle-sleep-fence shutdown-no-recheck shutdown-last-idle)
+
+want=()
+case "${1:-}" in
+    --ci) want=("${MUTANTS_CI[@]}") ;;
+    "") for m in "${MUTANTS[@]}"; do want+=("${m%%#*}"); done ;;
+    *) want=("$@") ;;
+esac
+
+export RUSTFLAGS="--cfg smarm_loom -C debug-assertions" CARGO_TARGET_DIR=target/loom
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
+restore=""
+trap '[ -z "$restore" ] || git checkout -- "$restore"' EXIT
+start=$(date +%s)
+for name in "${want[@]}"; do
+    entry=""
+    for m in "${MUTANTS[@]}"; do
+        [ "${m%%#*}" = "$name" ] && entry="$m"
+    done
+    [ -n "$entry" ] || { echo "mutants: no mutation named $name" >&2; exit 2; }
+    IFS='#' read -r _ file pattern replacement test model expect <<<"$entry"
+    git diff --quiet -- "$file" || { echo "mutants: $file has uncommitted changes" >&2; exit 2; }
+    python3 - "$file" "$pattern" "$replacement" <<'PY'
+import re, sys
+path, pat, rep = sys.argv[1:]
+src = open(path).read()
+out, n = re.subn(pat, rep, src, count=1)
+if n != 1:
+    sys.exit(f"mutants: the mutation's pattern no longer matches {path}: update scripts/mutants.sh")
+open(path, "w").write(out)
+PY
+    restore="$file"
+    t0=$(date +%s)
+    rc=0
+    out=$(cargo test -q -p smarm-core --release --test "$test" -- --exact "$model" 2>&1) || rc=$?
+    git checkout -- "$file"
+    restore=""
+    if [ "$rc" = 0 ]; then
+        echo "mutants: $name: $test::$model PASSED with the bug in: the model cannot fail"
+        exit 1
+    fi
+    if ! grep -qi -- "$expect" <<<"$out"; then
+        printf '%s\n' "$out" | tail -20
+        echo "mutants: $name: $test::$model failed, but not with '$expect' (a build error?)"
+        exit 1
+    fi
+    echo "mutants: $name: $test::$model fails as it must ('$expect', $(( $(date +%s) - t0 )) s)"
+done
+echo "mutants: ${#want[@]} mutations caught ($(( $(date +%s) - start )) s)"
