@@ -3,14 +3,14 @@
 //! waits. The main job of the project.
 //!
 //! ```text
-//! cargo run --release -p smarm-linux --example msg_pairs -- [--pairs N] [--rounds R] [--workers W]
+//! cargo run --release -p smarm-examples --example msg_pairs -- [--pairs N] [--rounds R] [--workers W]
 //! ```
 //!
 //! Prints ns per message, wall time, workers, messages counted (checked
 //! against 2·N·R) and the scheduler counters before and after.
 use std::time::Instant;
 
-use smarm_linux::{spawn_actor, Addr, Runtime};
+use smarm_examples::smarm::{self, spawn_actor, Addr, Runtime};
 
 enum Msg {
     /// The partner's address (sent once, to the pinger).
@@ -21,7 +21,7 @@ enum Msg {
 
 /// Plays balls until the ball count runs out: a player that receives
 /// `Ball(0)` or sends it is done. Returns the balls it received.
-fn play(mb: &mut smarm_linux::Mailbox<Msg>, peer: &Addr<Msg>) -> u64 {
+fn play(mb: &mut smarm::Mailbox<Msg>, peer: &Addr<Msg>) -> u64 {
     let mut seen = 0;
     loop {
         match mb.recv() {
@@ -41,13 +41,13 @@ fn play(mb: &mut smarm_linux::Mailbox<Msg>, peer: &Addr<Msg>) -> u64 {
 }
 
 /// The ponger: told its peer at spawn.
-fn ponger(mut mb: smarm_linux::Mailbox<Msg>, peer: Addr<Msg>) -> u64 {
+fn ponger(mut mb: smarm::Mailbox<Msg>, peer: Addr<Msg>) -> u64 {
     play(&mut mb, &peer)
 }
 
 /// The pinger: learns its peer from the first message, then serves the
 /// first ball (2·rounds balls in all, one message each).
-fn pinger(mut mb: smarm_linux::Mailbox<Msg>, rounds: u64) -> u64 {
+fn pinger(mut mb: smarm::Mailbox<Msg>, rounds: u64) -> u64 {
     let Msg::Peer(peer) = mb.recv() else {
         unreachable!("the first message is the peer")
     };

@@ -2,10 +2,10 @@
 //! on, mailbox depth, worker) and the per-worker counters, like Go's
 //! goroutine dump.
 //!
-//! `cargo run --release -p smarm-linux --example dump`
+//! `cargo run --release -p smarm-examples --example dump`
 use std::time::Duration;
 
-use smarm_linux::{self as smarm, Mailbox, Runtime};
+use smarm_examples::smarm::{self, Mailbox, Runtime};
 
 fn main() {
     let rt = Runtime::builder().workers(2).build().expect("runtime");

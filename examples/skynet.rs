@@ -2,14 +2,14 @@
 //! leaf returns its number, each parent sums its children through `join`.
 //!
 //! ```text
-//! cargo run --release -p smarm-linux --example skynet -- [--leaves N] [--workers W]
+//! cargo run --release -p smarm-examples --example skynet -- [--leaves N] [--workers W]
 //! ```
 //!
 //! Prints the sum (checked against n(n-1)/2), wall time, workers, peak RSS
 //! and the scheduler counters (enqueued == dequeued is checked).
 use std::time::Instant;
 
-use smarm_linux::{spawn, Runtime};
+use smarm_examples::smarm::{spawn, Runtime};
 
 fn skynet(num: u64, size: u64, div: u64) -> u64 {
     if size == 1 {
