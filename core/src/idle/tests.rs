@@ -46,6 +46,9 @@ fn a_sleep_with_work_found_after_listing_does_not_sleep() {
     assert_eq!(idle.sleepers(), 0, "the withdrawn sleeper stayed listed");
 }
 
+/// The test futex never returns spuriously (a real one may, and then
+/// `sleep` may end early: callers re-check), so an early end here is
+/// `sleep`'s own.
 #[test]
 fn a_deadline_ends_the_sleep_and_unlists_the_sleeper() {
     with_timeout(60, || {
