@@ -190,3 +190,6 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         }
     }
 }
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;

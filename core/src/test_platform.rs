@@ -2,10 +2,14 @@
 //! run the mailbox, the channels, the timers and the stack pool from plain
 //! OS threads (nothing here context-switches: no actor ever runs).
 //!
-//! - Futex: one process-wide std `Mutex` + `Condvar` "kernel": a wait checks
-//!   its word under the mutex and sleeps on the condvar (with a timeout for
-//!   a deadline); a wake takes the mutex and notifies every sleeper, who
-//!   re-check their own words. A wake cannot slip between check and sleep.
+//! - Futex: one process-wide std `Mutex` over a table of sleepers keyed by
+//!   their word's address, each with its own `Condvar`: a wait checks its
+//!   word and lists itself under the mutex, then sleeps until a wake of its
+//!   own word takes it off the table (or its deadline passes); a wake takes
+//!   the mutex, unlists the word's sleepers (`wake_one`: the oldest one) and
+//!   notifies each one's condvar. A wake cannot slip between check and
+//!   sleep, and a wake of one word never ends a wait on another (no
+//!   spurious returns, so a missing wake is a timeout; tests below).
 //! - Clock: `Instant` since a process-wide epoch (Miri emulates it).
 //! - Stacks: the global allocator (page-aligned, a "guard" that is not
 //!   protected), counted per thread so pool tests can check the bookkeeping;
@@ -15,16 +19,59 @@
 use std::boxed::Box;
 use std::cell::Cell;
 use std::string::String;
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
+use std::vec::Vec;
 
 use crate::arch::{Arch, EntryFn};
 use crate::lock::FutexLock;
 use crate::platform::{Futex, PanicPayload, Platform, RawStack, StackError, ThreadError};
 use crate::sync::{AtomicU32, Ordering};
 
-static KERNEL_LOCK: Mutex<()> = Mutex::new(());
-static KERNEL_CV: Condvar = Condvar::new();
+/// One thread asleep in the test futex.
+struct Sleeper {
+    /// The address of the word it waits on (its key).
+    addr: usize,
+    /// Unique per wait call: the waiter looks for it to learn whether a
+    /// wake has taken it off the table.
+    ticket: u64,
+    /// This waiter's own condvar: a wake notifies only the waiters it takes
+    /// off the table.
+    cv: Arc<Condvar>,
+}
+
+/// The futex "kernel": the sleepers, oldest first.
+struct Table {
+    next_ticket: u64,
+    sleepers: Vec<Sleeper>,
+}
+
+static KERNEL: Mutex<Table> = Mutex::new(Table {
+    next_ticket: 0,
+    sleepers: Vec::new(),
+});
+
+/// The kernel's lock. A poisoned lock is taken anyway: the table is never
+/// left half-updated (nothing panics while it is held), and one failing
+/// test must not fail every other test's futex.
+fn kernel() -> MutexGuard<'static, Table> {
+    KERNEL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A futex word's key: its address (a sleeper's word outlives its listing,
+/// the wait call borrowing it, so two listed sleepers with one address wait
+/// on one word).
+fn key(word: &AtomicU32) -> usize {
+    word as *const AtomicU32 as usize
+}
+
+/// Threads asleep in [`StdPlatform`]'s futex wait on `word` (for the tests of
+/// the futex itself, which a loom build leaves out).
+#[cfg(not(smarm_loom))]
+pub(crate) fn sleepers_on(word: &AtomicU32) -> usize {
+    let k = key(word);
+    kernel().sleepers.iter().filter(|s| s.addr == k).count()
+}
 
 const PAGE: usize = 4096;
 
@@ -76,33 +123,63 @@ unsafe impl Arch for NoArch {
 /// The std test platform (see the module docs).
 pub(crate) struct StdPlatform;
 
-// SAFETY: a wait checks its word and sleeps while holding KERNEL_LOCK, and a
-// wake notifies while holding it, so no wake falls between check and sleep;
-// the std mutex gives the Release (wake) / Acquire (return of wait) edges.
-// Returns are allowed to be spurious (notify_all; timeouts).
+// SAFETY: a wait checks its word and lists itself while holding KERNEL's
+// lock, and a wake unlists and notifies while holding it, so no wake falls
+// between check and sleep; the std mutex gives the Release (wake) / Acquire
+// (return of wait) edges. A wait returns only if its word differed at
+// entry, a wake of its own word unlisted it, or its deadline (on the clock
+// of `now_ns`) passed: never spuriously.
 unsafe impl Futex for StdPlatform {
     fn wait(word: &AtomicU32, expected: u32, deadline_ns: Option<u64>) {
-        let g = KERNEL_LOCK.lock().unwrap();
+        let mut k = kernel();
         if word.load(Ordering::SeqCst) != expected {
             return;
         }
-        match deadline_ns {
-            None => drop(KERNEL_CV.wait(g).unwrap()),
-            Some(d) => {
-                let now = Self::now_ns();
-                if d > now {
-                    drop(KERNEL_CV.wait_timeout(g, Duration::from_nanos(d - now)).unwrap());
+        let ticket = k.next_ticket;
+        k.next_ticket += 1;
+        let cv = Arc::new(Condvar::new());
+        k.sleepers.push(Sleeper {
+            addr: key(word),
+            ticket,
+            cv: cv.clone(),
+        });
+        // Looped: std's condvar may return spuriously, and a timeout may
+        // come early by our clock.
+        while k.sleepers.iter().any(|s| s.ticket == ticket) {
+            k = match deadline_ns {
+                None => cv.wait(k).unwrap_or_else(PoisonError::into_inner),
+                Some(d) => {
+                    let now = Self::now_ns();
+                    if now >= d {
+                        // The deadline: unlist ourselves (still listed, so
+                        // no wake was spent on us).
+                        k.sleepers.retain(|s| s.ticket != ticket);
+                        return;
+                    }
+                    cv.wait_timeout(k, Duration::from_nanos(d - now))
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
                 }
-            }
+            };
         }
     }
-    fn wake_one(_word: &AtomicU32) {
-        let _g = KERNEL_LOCK.lock().unwrap();
-        // All: every sleeper shares the one condvar and re-checks its word.
-        KERNEL_CV.notify_all();
+    fn wake_one(word: &AtomicU32) {
+        let key = key(word);
+        let mut k = kernel();
+        // The oldest sleeper on this word; none: the wake is a no-op.
+        if let Some(pos) = k.sleepers.iter().position(|s| s.addr == key) {
+            k.sleepers.remove(pos).cv.notify_one();
+        }
     }
     fn wake_all(word: &AtomicU32) {
-        Self::wake_one(word)
+        let key = key(word);
+        let mut k = kernel();
+        k.sleepers.retain(|s| {
+            if s.addr == key {
+                s.cv.notify_one();
+            }
+            s.addr != key
+        });
     }
 }
 
@@ -218,3 +295,6 @@ impl Drop for Counted {
         self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;

@@ -2,7 +2,8 @@
 //! a worker that sleeps for lack of work is always woken by the next push,
 //! so every item is consumed and no thread blocks forever (loom reports a
 //! deadlock if a wake is lost); and a timer's targeted wake
-//! (`notify_worker`) racing a push's `notify_one` for one sleeper. The
+//! (`notify_worker`) racing a push's `notify_one` for one sleeper, and a
+//! `notify_one` racing one sleeper's way onto the idle list. The
 //! shutdown side of the protocol (`notify_all`, the last idle worker) is in
 //! `loom_shutdown.rs`.
 //!
@@ -147,44 +148,67 @@ fn two_workers_no_lost_wakeup() {
     model::<Locked>(2, 1);
 }
 
+/// One sleeper that may or may not be on the idle list when a push's
+/// `notify_one` runs (before its sleep, between listing and the re-check,
+/// asleep): a sleep that ends with `true` (it slept) was ended by a wake,
+/// so `notify_one` must have reported one; with `false` (nobody listed at
+/// its look) the sleeper's re-check finds the work instead (a lost wake
+/// is a deadlock). The list ends empty. The sequential fast path (nobody
+/// ever listed: no wake) is a unit test in `core/src/idle/tests.rs`.
 #[test]
-fn notify_with_nobody_asleep_makes_no_wake() {
+fn notify_one_racing_a_sleep() {
     loom::model(|| {
-        let idle = TestIdle::new(2);
-        // Nobody on the idle list: the fast path returns without a wake.
-        assert!(!idle.notify_one());
-        assert_eq!(idle.sleepers(), 0);
+        let idle = Arc::new(TestIdle::new(1));
+        let work = Arc::new(AtomicUsize::new(0));
+        let (i, wk) = (idle.clone(), work.clone());
+        let sleeper = thread::spawn(move || {
+            let mut slept = false;
+            while wk.load(Ordering::SeqCst) == 0 {
+                slept |= i.sleep(0, || wk.load(Ordering::SeqCst) != 0, None);
+            }
+            slept
+        });
+        work.store(1, Ordering::SeqCst);
+        let woke = idle.notify_one();
+        let slept = sleeper.join().unwrap();
+        assert!(woke || !slept, "a sleep ended although notify_one issued no wake");
+        assert_eq!(idle.sleepers(), 0, "the idle list kept a stale entry");
     });
 }
 
 /// A timer's targeted wake (`notify_worker`, after arming) races a push's
 /// `notify_one` for the one sleeper, each after publishing one unit of
-/// work: the sleeper sees both units (a wake it slept through, or one
-/// spent while it was awake, must not strand it), and the idle list ends
-/// empty (no entry popped twice or left behind).
+/// work: the sleeper sees both units (it exits only on seeing 2: a wake it
+/// slept through, or one spent while it was awake, must not strand it), no
+/// more sleeps end than wakes were issued (each sleep that returns `true`
+/// took one), and the idle list ends empty (no entry popped twice or left
+/// behind).
 #[test]
 fn notify_worker_races_notify_one() {
     loom::model(|| {
         let idle = Arc::new(TestIdle::new(1));
         let work = Arc::new(AtomicUsize::new(0));
         let (i, wk) = (idle.clone(), work.clone());
-        let worker = thread::spawn(move || loop {
-            let seen = wk.load(Ordering::SeqCst);
-            if seen == 2 {
-                break;
+        let worker = thread::spawn(move || {
+            let mut slept = 0;
+            loop {
+                let seen = wk.load(Ordering::SeqCst);
+                if seen == 2 {
+                    return slept;
+                }
+                slept += usize::from(i.sleep(0, || wk.load(Ordering::SeqCst) != seen, None));
             }
-            i.sleep(0, || wk.load(Ordering::SeqCst) != seen, None);
         });
         let (i, wk) = (idle.clone(), work.clone());
         let timer = thread::spawn(move || {
             wk.fetch_add(1, Ordering::SeqCst);
-            i.notify_worker(0);
+            i.notify_worker(0)
         });
         work.fetch_add(1, Ordering::SeqCst);
-        idle.notify_one();
-        timer.join().unwrap();
-        worker.join().unwrap();
-        assert_eq!(work.load(Ordering::SeqCst), 2);
+        let woke = usize::from(idle.notify_one());
+        let woke = woke + usize::from(timer.join().unwrap());
+        let slept = worker.join().unwrap();
+        assert!(slept <= woke, "{slept} sleeps ended by {woke} wakes");
         assert_eq!(idle.sleepers(), 0, "the idle list kept a stale entry");
     });
 }

@@ -1,23 +1,66 @@
 //! The loom test platform shared by the loom models (`loom_idle`,
-//! `loom_mailbox`, `loom_channel`): plain threads only (the current-worker
-//! slot is always null, so core takes its thread paths), and a futex built
-//! from a loom mutex + condvar. Included with
+//! `loom_mailbox`, `loom_channel`, ...): plain threads only (the
+//! current-worker slot is always null, so core takes its thread paths), and
+//! a futex built from a loom mutex + one loom condvar per waiter, keyed by
+//! the word's address (a wake of one word never ends a wait on another:
+//! `loom_futex.rs` checks the mock itself). Included with
 //! `#[path = "common/loom_platform.rs"] mod loom_platform;`.
 #![allow(dead_code)]
 
 use loom::sync::atomic::Ordering;
-use loom::sync::{Condvar, Mutex};
+use loom::sync::{Condvar, Mutex, MutexGuard};
 use loom::thread;
 
 use smarm_core::lock::FutexLock;
 use smarm_core::sync::AtomicU32;
 use smarm_core::{Arch, EntryFn, Futex, PanicPayload, Platform, RawStack, StackError, ThreadError};
 
+/// One waiter asleep in the loom futex.
+struct Sleeper {
+    /// The address of the word it waits on (its key).
+    addr: usize,
+    /// Unique per wait call: the waiter looks for it to learn whether a
+    /// wake has taken it off the table.
+    ticket: u64,
+    /// This waiter's own condvar: a wake notifies only the waiters it takes
+    /// off the table, so nobody else is scheduled (a small state space, and
+    /// no return that a wake of the waiter's own word did not cause).
+    cv: std::sync::Arc<Condvar>,
+}
+
+/// The futex "kernel" of one model run: the sleepers, oldest first.
+struct Table {
+    next_ticket: u64,
+    sleepers: Vec<Sleeper>,
+}
+
 loom::lazy_static! {
-    /// One "kernel" for every futex word of a model run: a wait checks its
-    /// word under the lock and sleeps on the condvar; a wake takes the lock
-    /// and notifies, so a wake cannot slip between check and sleep.
-    static ref KERNEL: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+    /// Every futex word of a model run: a wait checks its word and lists
+    /// itself under this lock; a wake takes the lock, takes the word's
+    /// sleepers off the list and notifies each one's condvar, so a wake
+    /// cannot slip between check and sleep.
+    static ref KERNEL: Mutex<Table> = Mutex::new(Table {
+        next_ticket: 0,
+        sleepers: Vec::new(),
+    });
+}
+
+fn kernel() -> MutexGuard<'static, Table> {
+    KERNEL.lock().unwrap()
+}
+
+/// A futex word's key: its address (a sleeper's word outlives its listing,
+/// the wait call borrowing it, so two listed sleepers with one address wait
+/// on one word).
+fn key(word: &AtomicU32) -> usize {
+    word as *const AtomicU32 as usize
+}
+
+/// Threads asleep in [`LoomP`]'s futex wait on `word` (for the models that
+/// check the mock itself, `loom_futex.rs`).
+pub fn sleepers_on(word: &AtomicU32) -> usize {
+    let k = key(word);
+    kernel().sleepers.iter().filter(|s| s.addr == k).count()
 }
 
 /// No context switch under loom: no actor ever runs.
@@ -51,22 +94,49 @@ unsafe impl Arch for NoArch {
 /// Plain threads only, waiting through [`KERNEL`].
 pub struct LoomP;
 
-// SAFETY: the check and the sleep are atomic with respect to wakes (both
-// hold KERNEL's mutex); loom's mutex gives the Acquire/Release edges.
+// SAFETY: the check and the listing are atomic with respect to wakes (both
+// hold KERNEL's mutex, as does a wake's unlisting); loom's mutex gives the
+// Release (wake) / Acquire (return of wait) edges. A wait returns only if
+// its word differed at entry or a wake of its own word unlisted it (no
+// spurious returns, so a missing wake is a deadlock loom reports); the
+// deadline is ignored (timeouts are not modelled: `now_ns` is always 0).
 unsafe impl Futex for LoomP {
     fn wait(word: &AtomicU32, expected: u32, _deadline_ns: Option<u64>) {
-        let g = KERNEL.0.lock().unwrap();
-        if word.load(Ordering::SeqCst) == expected {
-            drop(KERNEL.1.wait(g).unwrap());
+        let mut k = kernel();
+        if word.load(Ordering::SeqCst) != expected {
+            return;
+        }
+        let ticket = k.next_ticket;
+        k.next_ticket += 1;
+        let cv = std::sync::Arc::new(Condvar::new());
+        k.sleepers.push(Sleeper {
+            addr: key(word),
+            ticket,
+            cv: cv.clone(),
+        });
+        // Re-checked in a loop in case loom's condvar returns spuriously.
+        while k.sleepers.iter().any(|s| s.ticket == ticket) {
+            k = cv.wait(k).unwrap();
         }
     }
-    fn wake_one(_word: &AtomicU32) {
-        let _g = KERNEL.0.lock().unwrap();
-        // Waking all is allowed (waiters re-check their own word).
-        KERNEL.1.notify_all();
+    fn wake_one(word: &AtomicU32) {
+        let key = key(word);
+        let mut k = kernel();
+        // The oldest sleeper on this word (FIFO, as Linux's futex for
+        // waiters of one priority); none: the wake is a no-op.
+        if let Some(pos) = k.sleepers.iter().position(|s| s.addr == key) {
+            k.sleepers.remove(pos).cv.notify_one();
+        }
     }
     fn wake_all(word: &AtomicU32) {
-        Self::wake_one(word)
+        let key = key(word);
+        let mut k = kernel();
+        k.sleepers.retain(|s| {
+            if s.addr == key {
+                s.cv.notify_one();
+            }
+            s.addr != key
+        });
     }
 }
 
