@@ -88,7 +88,7 @@
 //! Under loom every node holds loom objects; loom's SeqCst is partial (it
 //! never lets a SeqCst load read a stale value over a newer SeqCst store, but
 //! treats the other accesses as AcqRel, and an atomic's initial value is not
-//! a SeqCst store): the park models in `tests/loom_mpsc.rs` therefore make
+//! a SeqCst store): the park models in `core/tests/loom_mpsc.rs` therefore make
 //! the latest store of each word a SeqCst one before the race, as a running
 //! system's are.
 

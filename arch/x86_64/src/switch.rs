@@ -50,7 +50,7 @@
 //! the switch is a plain `extern "C"` call to the compiler, which saves the
 //! caller-saved registers it needs around it as for any call. Disassemble
 //! with `objdump -d --no-show-raw-insn target/release/deps/<bin> | grep -A40
-//! smarm_x86_64_switch` (scripts/disasm-switch.sh prints it).
+//! smarm_x86_64_switch`.
 
 use core::arch::{asm, naked_asm};
 

@@ -56,7 +56,7 @@
 //! (AcqRel would do on hardware): loom lets a SeqCst load skip a newer
 //! SeqCst store to return an older non-SeqCst one, so it checks these
 //! Dekker pairs only when every store to the word is SeqCst
-//! (`tests/loom_channel.rs`).
+//! (`core/tests/loom_channel.rs`).
 //!
 //! # Disconnection, drained
 //!
