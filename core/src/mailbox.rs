@@ -63,7 +63,9 @@
 //! # Allocation
 //!
 //! Message nodes come from the current worker's node cache and go back to
-//! the receiving worker's, so steady-state messaging allocates nothing.
+//! the receiving worker's, so steady-state messaging on one worker
+//! allocates nothing; across workers the caches' levels drift and a dry
+//! one allocates now and then (docs/reliability.md, "Allocation").
 //! Senders on plain OS threads use the global allocator.
 //!
 //! # Selective receive
