@@ -92,7 +92,9 @@ fn actors_queued_but_never_run_are_cancelled_for_their_joiners() {
         // queued actors are first resumed after the shutdown flag is set,
         // so they are cancelled before their bodies run.
         let (give, take) = std::sync::mpsc::channel::<Runtime>();
+        let (started, running) = std::sync::mpsc::channel::<()>();
         let hog = rt.spawn(move || {
+            started.send(()).unwrap();
             let rt = take
                 .recv_timeout(std::time::Duration::from_secs(20))
                 .expect("the test hands the runtime over");
@@ -104,6 +106,11 @@ fn actors_queued_but_never_run_are_cancelled_for_their_joiners() {
             smarm::yield_now();
             unreachable!("a yield after shutdown returned");
         });
+        // Queued only once the hog holds the worker (whatever order the
+        // run queue, or the simulation's pick, would run them in).
+        running
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the hog starts");
         let queued: Vec<_> = (0..20)
             .map(|i| {
                 let ran = ran.clone();
