@@ -99,6 +99,9 @@ static FREES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 
 /// Deallocations counted so far (on tracking threads).
 pub fn frees() -> u64 {
+    // Relaxed, as `allocs`: a counter; the measuring actor reads it after
+    // the round trips it counts, whose message edges order the other
+    // threads' increments before this read.
     FREES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
