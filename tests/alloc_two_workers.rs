@@ -23,6 +23,7 @@ use smarm_tests::with_timeout;
 static GLOBAL: smarm_tests::CountingAlloc = smarm_tests::CountingAlloc;
 
 const WARM: u64 = 2_000;
+const WORKERS: usize = 2;
 const MEASURED: u64 = 50_000;
 
 /// Blocks two workers' node caches can hold (`NodeCache::CLASS_CAP` per
@@ -66,7 +67,7 @@ fn mailboxes(rt: &Runtime) -> (Counts, Vec<usize>) {
             let Msg::Peer(a) = mb.recv() else {
                 panic!("peer first")
             };
-            let mut workers = Vec::new();
+            let mut workers = Vec::with_capacity(WORKERS);
             loop {
                 match mb.recv() {
                     Msg::N(u64::MAX) => return workers,
@@ -115,7 +116,7 @@ fn channels(rt: &Runtime) -> (Counts, Vec<usize>) {
         let (there_tx, mut there_rx) = bounded::<u64>(1);
         let (back_tx, mut back_rx) = bounded::<u64>(1);
         let echo = smarm::spawn(move || {
-            let mut workers = Vec::new();
+            let mut workers = Vec::with_capacity(WORKERS);
             while let Ok(v) = ping_rx.recv() {
                 note_worker(&mut workers);
                 pong_tx.send(v).unwrap();
@@ -147,14 +148,11 @@ fn channels(rt: &Runtime) -> (Counts, Vec<usize>) {
     })
 }
 
-/// Records the worker the echoing actor runs on (allocation-free once
-/// `workers` holds both: it is given room up front).
+/// Records the worker the echoing actor runs on, once each: allocation-free,
+/// as `workers` was made with room for every worker.
 fn note_worker(workers: &mut Vec<usize>) {
     let w = smarm::current_worker().expect("on a worker");
-    if workers.capacity() == 0 {
-        workers.reserve(8);
-    }
-    if !workers.contains(&w) && workers.len() < workers.capacity() {
+    if !workers.contains(&w) {
         workers.push(w);
     }
 }
@@ -162,7 +160,7 @@ fn note_worker(workers: &mut Vec<usize>) {
 #[test]
 fn steady_state_messaging_on_two_workers_never_grows_memory() {
     with_timeout(120, || {
-        let rt = Runtime::builder().workers(2).build().unwrap();
+        let rt = Runtime::builder().workers(WORKERS).build().unwrap();
         let (m, mw) = mailboxes(&rt);
         let (c, cw) = channels(&rt);
         eprintln!(

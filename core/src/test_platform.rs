@@ -32,29 +32,19 @@ use crate::sync::{AtomicU32, Ordering};
 struct Sleeper {
     /// The address of the word it waits on (its key).
     addr: usize,
-    /// Unique per wait call: the waiter looks for it to learn whether a
-    /// wake has taken it off the table.
-    ticket: u64,
-    /// This waiter's own condvar: a wake notifies only the waiters it takes
-    /// off the table.
+    /// This waiter's own condvar, one per wait call, so also its identity
+    /// (the waiter looks for it to learn whether a wake has taken it off
+    /// the table). A wake notifies only the waiters it takes off the table.
     cv: Arc<Condvar>,
 }
 
-/// The futex "kernel": the sleepers, oldest first.
-struct Table {
-    next_ticket: u64,
-    sleepers: Vec<Sleeper>,
-}
-
-static KERNEL: Mutex<Table> = Mutex::new(Table {
-    next_ticket: 0,
-    sleepers: Vec::new(),
-});
+/// The futex "kernel": every sleeper, oldest first.
+static KERNEL: Mutex<Vec<Sleeper>> = Mutex::new(Vec::new());
 
 /// The kernel's lock. A poisoned lock is taken anyway: the table is never
 /// left half-updated (nothing panics while it is held), and one failing
 /// test must not fail every other test's futex.
-fn kernel() -> MutexGuard<'static, Table> {
+fn kernel() -> MutexGuard<'static, Vec<Sleeper>> {
     KERNEL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -70,7 +60,7 @@ fn key(word: &AtomicU32) -> usize {
 #[cfg(not(smarm_loom))]
 pub(crate) fn sleepers_on(word: &AtomicU32) -> usize {
     let k = key(word);
-    kernel().sleepers.iter().filter(|s| s.addr == k).count()
+    kernel().iter().filter(|s| s.addr == k).count()
 }
 
 const PAGE: usize = 4096;
@@ -135,17 +125,14 @@ unsafe impl Futex for StdPlatform {
         if word.load(Ordering::SeqCst) != expected {
             return;
         }
-        let ticket = k.next_ticket;
-        k.next_ticket += 1;
         let cv = Arc::new(Condvar::new());
-        k.sleepers.push(Sleeper {
+        k.push(Sleeper {
             addr: key(word),
-            ticket,
             cv: cv.clone(),
         });
         // Looped: std's condvar may return spuriously, and a timeout may
         // come early by our clock.
-        while k.sleepers.iter().any(|s| s.ticket == ticket) {
+        while k.iter().any(|s| Arc::ptr_eq(&s.cv, &cv)) {
             k = match deadline_ns {
                 None => cv.wait(k).unwrap_or_else(PoisonError::into_inner),
                 Some(d) => {
@@ -153,7 +140,7 @@ unsafe impl Futex for StdPlatform {
                     if now >= d {
                         // The deadline: unlist ourselves (still listed, so
                         // no wake was spent on us).
-                        k.sleepers.retain(|s| s.ticket != ticket);
+                        k.retain(|s| !Arc::ptr_eq(&s.cv, &cv));
                         return;
                     }
                     cv.wait_timeout(k, Duration::from_nanos(d - now))
@@ -167,14 +154,14 @@ unsafe impl Futex for StdPlatform {
         let key = key(word);
         let mut k = kernel();
         // The oldest sleeper on this word; none: the wake is a no-op.
-        if let Some(pos) = k.sleepers.iter().position(|s| s.addr == key) {
-            k.sleepers.remove(pos).cv.notify_one();
+        if let Some(pos) = k.iter().position(|s| s.addr == key) {
+            k.remove(pos).cv.notify_one();
         }
     }
     fn wake_all(word: &AtomicU32) {
         let key = key(word);
         let mut k = kernel();
-        k.sleepers.retain(|s| {
+        k.retain(|s| {
             if s.addr == key {
                 s.cv.notify_one();
             }

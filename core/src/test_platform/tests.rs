@@ -6,7 +6,6 @@
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::{sleepers_on, with_timeout, StdPlatform};
 use crate::platform::{Futex, Platform};
@@ -18,9 +17,6 @@ fn until(cond: impl Fn() -> bool) {
         std::thread::yield_now();
     }
 }
-
-/// Long enough for a wrongly woken waiter to return and record it.
-const SETTLE: Duration = Duration::from_millis(20);
 
 #[test]
 fn a_wake_of_another_word_leaves_the_waiter_asleep() {
@@ -36,8 +32,10 @@ fn a_wake_of_another_word_leaves_the_waiter_asleep() {
         b.store(1, Ordering::SeqCst);
         StdPlatform::wake_one(&b);
         StdPlatform::wake_all(&b);
+        // A wait returns only once unlisted, so a listed waiter is asleep;
+        // and the value it returns with shows its wait ended after A's
+        // store, not at B's wakes.
         assert_eq!(sleepers_on(&a), 1, "a wake of B unlisted A's waiter");
-        std::thread::sleep(SETTLE);
         assert!(!waiter.is_finished(), "a wake of B ended a wait on A");
         a.store(1, Ordering::SeqCst);
         StdPlatform::wake_one(&a);
@@ -50,12 +48,16 @@ fn wake_one_ends_one_wait_of_its_word() {
     with_timeout(60, || {
         let a = Arc::new(AtomicU32::new(0));
         let ended = Arc::new(AtomicUsize::new(0));
+        // Which wake each waiter's return came after: 0 before the second
+        // wake, 1 after it.
+        let phase = Arc::new(AtomicUsize::new(0));
         let waiters: std::vec::Vec<_> = (0..2)
             .map(|_| {
-                let (a, ended) = (a.clone(), ended.clone());
+                let (a, ended, phase) = (a.clone(), ended.clone(), phase.clone());
                 std::thread::spawn(move || {
                     StdPlatform::wait(&a, 0, None);
                     ended.fetch_add(1, Ordering::SeqCst);
+                    phase.load(Ordering::SeqCst)
                 })
             })
             .collect();
@@ -63,12 +65,12 @@ fn wake_one_ends_one_wait_of_its_word() {
         StdPlatform::wake_one(&a);
         assert_eq!(sleepers_on(&a), 1, "wake_one did not unlist exactly one waiter");
         until(|| ended.load(Ordering::SeqCst) >= 1);
-        std::thread::sleep(SETTLE);
         assert_eq!(ended.load(Ordering::SeqCst), 1, "wake_one ended both waits");
+        phase.store(1, Ordering::SeqCst);
         StdPlatform::wake_one(&a);
-        for w in waiters {
-            w.join().unwrap();
-        }
+        let mut phases: std::vec::Vec<usize> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+        phases.sort_unstable();
+        assert_eq!(phases, [0, 1], "one wait ended per wake_one");
         assert_eq!(ended.load(Ordering::SeqCst), 2);
     });
 }
@@ -95,8 +97,9 @@ fn wake_all_ends_every_wait_of_its_word_only() {
         for w in waiters {
             w.join().unwrap();
         }
+        // Listed, so asleep; its return value then shows its wait ended
+        // after B's store, not at A's wake.
         assert_eq!(sleepers_on(&b), 1, "wake_all of A unlisted B's waiter");
-        std::thread::sleep(SETTLE);
         assert!(!b_waiter.is_finished(), "wake_all of A ended a wait on B");
         b.store(1, Ordering::SeqCst);
         StdPlatform::wake_all(&b);

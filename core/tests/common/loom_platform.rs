@@ -19,33 +19,23 @@ use smarm_core::{Arch, EntryFn, Futex, PanicPayload, Platform, RawStack, StackEr
 struct Sleeper {
     /// The address of the word it waits on (its key).
     addr: usize,
-    /// Unique per wait call: the waiter looks for it to learn whether a
-    /// wake has taken it off the table.
-    ticket: u64,
-    /// This waiter's own condvar: a wake notifies only the waiters it takes
-    /// off the table, so nobody else is scheduled (a small state space, and
-    /// no return that a wake of the waiter's own word did not cause).
+    /// This waiter's own condvar, one per wait call, so also its identity
+    /// (the waiter looks for it to learn whether a wake has taken it off
+    /// the table). A wake notifies only the waiters it takes off the table,
+    /// so nobody else is scheduled (a small state space, and no return that
+    /// a wake of the waiter's own word did not cause).
     cv: std::sync::Arc<Condvar>,
 }
 
-/// The futex "kernel" of one model run: the sleepers, oldest first.
-struct Table {
-    next_ticket: u64,
-    sleepers: Vec<Sleeper>,
-}
-
 loom::lazy_static! {
-    /// Every futex word of a model run: a wait checks its word and lists
+    /// The sleepers of every futex word of a model run, oldest first: a wait checks its word and lists
     /// itself under this lock; a wake takes the lock, takes the word's
     /// sleepers off the list and notifies each one's condvar, so a wake
     /// cannot slip between check and sleep.
-    static ref KERNEL: Mutex<Table> = Mutex::new(Table {
-        next_ticket: 0,
-        sleepers: Vec::new(),
-    });
+    static ref KERNEL: Mutex<Vec<Sleeper>> = Mutex::new(Vec::new());
 }
 
-fn kernel() -> MutexGuard<'static, Table> {
+fn kernel() -> MutexGuard<'static, Vec<Sleeper>> {
     KERNEL.lock().unwrap()
 }
 
@@ -60,7 +50,7 @@ fn key(word: &AtomicU32) -> usize {
 /// check the mock itself, `loom_futex.rs`).
 pub fn sleepers_on(word: &AtomicU32) -> usize {
     let k = key(word);
-    kernel().sleepers.iter().filter(|s| s.addr == k).count()
+    kernel().iter().filter(|s| s.addr == k).count()
 }
 
 /// No context switch under loom: no actor ever runs.
@@ -106,16 +96,13 @@ unsafe impl Futex for LoomP {
         if word.load(Ordering::SeqCst) != expected {
             return;
         }
-        let ticket = k.next_ticket;
-        k.next_ticket += 1;
         let cv = std::sync::Arc::new(Condvar::new());
-        k.sleepers.push(Sleeper {
+        k.push(Sleeper {
             addr: key(word),
-            ticket,
             cv: cv.clone(),
         });
         // Re-checked in a loop in case loom's condvar returns spuriously.
-        while k.sleepers.iter().any(|s| s.ticket == ticket) {
+        while k.iter().any(|s| std::sync::Arc::ptr_eq(&s.cv, &cv)) {
             k = cv.wait(k).unwrap();
         }
     }
@@ -124,14 +111,14 @@ unsafe impl Futex for LoomP {
         let mut k = kernel();
         // The oldest sleeper on this word (FIFO, as Linux's futex for
         // waiters of one priority); none: the wake is a no-op.
-        if let Some(pos) = k.sleepers.iter().position(|s| s.addr == key) {
-            k.sleepers.remove(pos).cv.notify_one();
+        if let Some(pos) = k.iter().position(|s| s.addr == key) {
+            k.remove(pos).cv.notify_one();
         }
     }
     fn wake_all(word: &AtomicU32) {
         let key = key(word);
         let mut k = kernel();
-        k.sleepers.retain(|s| {
+        k.retain(|s| {
             if s.addr == key {
                 s.cv.notify_one();
             }
