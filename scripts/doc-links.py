@@ -3,7 +3,7 @@
 document outside the repository.
 
 Scans every tracked .rs, .md, .sh, .py and .toml file and .ci/run for paths such as
-`docs/sim.md`, `core/src/sched.rs` or `scripts/loom.sh` (rooted at one of
+`docs/sim.md`, `core/src/sched/mod.rs` or `scripts/loom.sh` (rooted at one of
 the repository's top-level folders) and checks that each exists. A path
 with a glob (`loom_*.rs`) or a placeholder (`NAME`, `TARGET`) is skipped.
 Also fails on a citation of a development machine's documents

@@ -7,7 +7,7 @@ some models (core/tests/loom_shutdown.rs) run a replica of its atomics
 layer. Each replica step carries a marker naming the original and a hash
 of its code as last reviewed:
 
-    // mirror: core/src/sched.rs find_work 1a2b3c4d5e6f
+    // mirror: core/src/sched/mod.rs find_work 1a2b3c4d5e6f
 
 The original is the function `fn find_work` in that file (`name#k`: the
 k-th such function, counting from 1, when the name repeats). The hash is

@@ -17,13 +17,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 MUTANTS=(
-'ring-pop-release#core/src/ring.rs#\.store\(pos\.wrapping_add\(self\.capacity\(\)\), Ordering::Release\)#.store(pos.wrapping_add(self.capacity()), Ordering::Relaxed)#loom_ring#wrap_around_two_producers#Causality violation'
-'idle-sleep-fence#core/src/idle.rs#(self\.nsleep\.store\(list\.len\(\) as u32, Ordering::SeqCst\);\n        \}\n)        fence\(Ordering::SeqCst\);#\1#loom_idle#ring_one_worker_three_items_wraps#deadlock'
-'idle-notify-fence#core/src/idle.rs#(pub fn notify_one\(&self\) -> bool \{\n        // 1: orders the caller'\''s publish before the load of `nsleep`.\n)        fence\(Ordering::SeqCst\);#\1#loom_idle#ring_one_worker_three_items_wraps#deadlock'
+'ring-pop-release#core/src/lockfree/ring.rs#\.store\(pos\.wrapping_add\(self\.capacity\(\)\), Ordering::Release\)#.store(pos.wrapping_add(self.capacity()), Ordering::Relaxed)#loom_ring#wrap_around_two_producers#Causality violation'
+'idle-sleep-fence#core/src/sched/idle.rs#(self\.nsleep\.store\(list\.len\(\) as u32, Ordering::SeqCst\);\n        \}\n)        fence\(Ordering::SeqCst\);#\1#loom_idle#ring_one_worker_three_items_wraps#deadlock'
+'idle-notify-fence#core/src/sched/idle.rs#(pub fn notify_one\(&self\) -> bool \{\n        // 1: orders the caller'\''s publish before the load of `nsleep`.\n)        fence\(Ordering::SeqCst\);#\1#loom_idle#ring_one_worker_three_items_wraps#deadlock'
 'shutdown-no-recheck#core/tests/loom_shutdown.rs#                if self\.has_work\(\) \{\n                    return false;\n                \}\n                self\.finished_after_push#                self.finished_after_push#loom_shutdown#outside_wake_races_the_sweep#abandoned'
 'shutdown-last-idle#core/tests/loom_shutdown.rs#                self\.has_work\(\)\n                    \|\| \(self\.shutdown\.load\(Ordering::SeqCst\) && self\.idle\.sleepers\(\) as usize >= self\.workers\)#                self.has_work()#loom_shutdown#parked_actor_is_swept_at_shutdown#deadlock'
-'idle-wrong-word#core/src/idle.rs#F::wake_one\(&self\.words\[j\]\);#F::wake_one(&self.words[(j + 1) % self.words.len()]);#loom_idle#two_workers_no_lost_wakeup#deadlock'
-'idle-notify-lies#core/src/idle.rs#self\.wake\(j\);\n                true#self.wake(j);\n                false#loom_idle#notify_one_racing_a_sleep#issued no wake'
+'idle-wrong-word#core/src/sched/idle.rs#F::wake_one\(&self\.words\[j\]\);#F::wake_one(&self.words[(j + 1) % self.words.len()]);#loom_idle#two_workers_no_lost_wakeup#deadlock'
+'idle-notify-lies#core/src/sched/idle.rs#self\.wake\(j\);\n                true#self.wake(j);\n                false#loom_idle#notify_one_racing_a_sleep#issued no wake'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two
 # replica mutations (each rebuilds only its test binary, ~15 s).

@@ -2,7 +2,7 @@
 # Runs the integration suite (smarm-tests), the Linux port's and core's unit
 # tests and core's threaded ring test (loom models compile empty)
 # under ThreadSanitizer and/or AddressSanitizer, with the context switch
-# annotated for both (core/src/san.rs, cfgs `smarm_tsan` / `smarm_asan`).
+# annotated for both (core/src/actor/sanitizer.rs, cfgs `smarm_tsan` / `smarm_asan`).
 #
 #   scripts/sanitizers.sh [tsan|asan|all] [-- extra cargo test args]
 #

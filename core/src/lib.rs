@@ -16,38 +16,31 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
-pub mod arch;
-pub mod channel;
-pub mod counters;
-pub mod error;
-pub mod failpoint;
-pub mod fault;
-pub mod idle;
-pub mod lock;
-pub mod mpsc;
-pub mod platform;
-pub mod queue;
-pub mod ring;
-pub mod slab;
-pub mod slot;
-pub mod supervisor;
+// The layers, bottom to top: a file imports only from its own layer and
+// the ones below (`scripts/layers.py`, run in CI, checks every `crate::`
+// path; docs/architecture.md maps them).
+pub(crate) mod actor;
+pub(crate) mod lockfree;
+pub(crate) mod msg;
+pub(crate) mod rt;
+pub(crate) mod sched;
+pub(crate) mod seam;
+pub(crate) mod spawn;
+pub(crate) mod supervise;
 pub mod sync;
-pub mod timer;
 
-mod actor;
-pub mod dump;
-mod join;
-pub mod life;
-pub mod local;
+// The module paths the ports, tests, benches and fuzz targets use.
+pub use actor::life;
+pub use lockfree::{mpsc, node_cache, ring, slot};
+pub use msg::channel;
 #[doc(hidden)]
-pub mod mailbox;
-mod runtime;
-mod san;
-mod sched;
-mod stack;
-#[cfg(test)]
-pub(crate) mod test_platform;
-mod wait;
+pub use msg::mailbox;
+pub use rt::dump;
+pub use sched::overflow;
+pub use sched::{counters, idle, local, queue, timer};
+pub use seam::{arch, error, failpoint, platform};
+pub use supervise::supervisor;
+pub use sync::lock;
 
 pub use actor::Cancelled;
 /// Loom models only: the actor state word's wake and in-place wait, the
@@ -57,22 +50,24 @@ pub use actor::Cancelled;
 pub mod state_word {
     pub use crate::actor::{hold_wait, wake_word, Woken, HELD, NOTIFIED, RUNNING};
 }
-pub use arch::{Arch, EntryFn};
-pub use counters::CounterSnapshot;
-pub use error::{BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE};
-pub use join::{JoinError, JoinHandle};
-pub use life::{current, link, trap_exits_into, ActorRef, Down, ExitReason, Killed, Monitor};
-pub use mailbox::{Addr, Mailbox, SendError};
-pub use platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
-pub use queue::{MutexQueue, RingQueue, RunQueue, StripedQueue};
-pub use runtime::{
+pub use actor::life::{current, link, trap_exits_into, ActorRef, Down, ExitReason, Killed, Monitor};
+pub use msg::mailbox::{Addr, Mailbox, SendError};
+pub use rt::runtime::{
     Builder, CountersReport, Runtime, ShutdownReport, DEFAULT_QUEUE_CAPACITY, DEFAULT_STACK_SIZE,
     DEFAULT_TIMESLICE,
 };
+pub use sched::counters::CounterSnapshot;
+pub use sched::queue::{MutexQueue, RingQueue, RunQueue, StripedQueue};
 pub use sched::{
     blocking, checkpoint, current_id, current_name, current_worker, deadline_after, sleep, sleep_until,
     try_spawn, try_spawn_actor, try_spawn_actor_named, try_spawn_named, yield_now, LongHold, LongHoldHook,
 };
+pub use seam::arch::{Arch, EntryFn};
+pub use seam::error::{
+    BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
+};
+pub use seam::platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
+pub use spawn::join::{JoinError, JoinHandle};
 
 /// Spawns an actor from inside an actor; the child runs at once
 /// (work-first) and the caller resumes when a worker picks it up again.
@@ -396,9 +391,9 @@ macro_rules! port_api {
 
         /// Opts the calling actor in (or out) of overflow recovery: an
         /// overflow then ends just this actor with `StackOverflow` instead
-        /// of aborting (its frames leak; see `smarm_core::fault`).
+        /// of aborting (its frames leak; see `smarm_core::overflow`).
         pub fn recover_overflow(on: bool) -> bool {
-            $crate::fault::recover_overflow::<$platform>(on)
+            $crate::overflow::recover_overflow::<$platform>(on)
         }
 
         /// The running actor's id; `None` outside actors.

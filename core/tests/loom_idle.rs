@@ -154,7 +154,7 @@ fn two_workers_no_lost_wakeup() {
 /// so `notify_one` must have reported one; with `false` (nobody listed at
 /// its look) the sleeper's re-check finds the work instead (a lost wake
 /// is a deadlock). The list ends empty. The sequential fast path (nobody
-/// ever listed: no wake) is a unit test in `core/src/idle/tests.rs`.
+/// ever listed: no wake) is a unit test in `core/src/sched/idle/tests.rs`.
 #[test]
 fn notify_one_racing_a_sleep() {
     loom::model(|| {

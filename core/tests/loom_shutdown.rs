@@ -5,7 +5,7 @@
 //!
 //! Loom cannot run the scheduler itself (actors need the asm context
 //! switch), so the worker loop here is a replica of the atomics layer of
-//! `core/src/sched.rs`: `run_worker`'s find/run/idle loop, `find_work`,
+//! `core/src/sched/mod.rs`: `run_worker`'s find/run/idle loop, `find_work`,
 //! `has_work`, `idle` (timers and blocking calls left out), `retire`, `wake_parked`, `finish`,
 //! `put_run_next`, `Actor::wake`, and `Runtime::stop` (runtime.rs). Each
 //! step names the function it mirrors and carries a `// mirror:` marker
@@ -155,7 +155,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Actor::wake`: PARKED → RUNNABLE (the caller schedules it), RUNNING
     /// → NOTIFIED (it runs again when it parks).
-    // mirror: core/src/actor.rs wake 0ebbbf185628
+    // mirror: core/src/actor/mod.rs wake 0ebbbf185628
     fn wake(&self, a: usize) -> bool {
         // Acquire / AcqRel: as `Actor::wake` (pairs with the state stores in
         // `run`).
@@ -174,8 +174,8 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::schedule` from a plain thread (`push_outside`).
-    // mirror: core/src/sched.rs schedule#3 78c7d2304ae2
-    // mirror: core/src/sched.rs push_outside 9b1969f1a44c
+    // mirror: core/src/sched/mod.rs schedule#3 78c7d2304ae2
+    // mirror: core/src/sched/mod.rs push_outside 9b1969f1a44c
     fn schedule_outside(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push(a) {
@@ -186,7 +186,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::put_run_next` (`schedule` from a worker).
-    // mirror: core/src/sched.rs put_run_next 9a1166796c34
+    // mirror: core/src/sched/mod.rs put_run_next 9a1166796c34
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
@@ -195,7 +195,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::find_work`: own slot, queue, other workers' slots.
-    // mirror: core/src/sched.rs find_work c48a8a5333bd
+    // mirror: core/src/sched/mod.rs find_work c48a8a5333bd
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
             .or_else(|| self.queue.pop())
@@ -203,7 +203,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::has_work`.
-    // mirror: core/src/sched.rs has_work e28d4c24a54c
+    // mirror: core/src/sched/mod.rs has_work e28d4c24a54c
     fn has_work(&self) -> bool {
         !self.queue.is_empty()
             || self.run_next.iter().any(|s| !s.peek().is_null())
@@ -213,9 +213,9 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched.rs run 22b363ab5398
-    // mirror: core/src/sched.rs retire 23c386d8d977
-    // mirror: core/src/sched.rs end_actor 91a63dbeefc2
+    // mirror: core/src/sched/mod.rs run 22b363ab5398
+    // mirror: core/src/sched/mod.rs retire 23c386d8d977
+    // mirror: core/src/sched/mod.rs end_actor 91a63dbeefc2
     fn run(&self, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).
@@ -230,7 +230,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::wake_parked`: wakes every parked actor into our slot.
-    // mirror: core/src/sched.rs wake_parked 6ec784f6e0d8
+    // mirror: core/src/sched/mod.rs wake_parked 6ec784f6e0d8
     fn wake_parked(&self, i: usize) -> usize {
         let parked: Vec<usize> = self
             .registry
@@ -253,14 +253,14 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::finish`.
-    // mirror: core/src/sched.rs finish b1c350199a89
+    // mirror: core/src/sched/mod.rs finish b1c350199a89
     fn finish(&self) {
         self.finished.store(true, Ordering::SeqCst);
         self.idle.notify_all();
     }
 
     /// `Shared::idle` without timers. `true`: the worker exits.
-    // mirror: core/src/sched.rs idle afe5136aadcf
+    // mirror: core/src/sched/mod.rs idle afe5136aadcf
     fn idle(&self, i: usize) -> bool {
         if self.finished.load(Ordering::SeqCst) {
             return true;
@@ -299,7 +299,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched.rs run_worker b41f461b4bb8
+    // mirror: core/src/sched/mod.rs run_worker b41f461b4bb8
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {
@@ -339,7 +339,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/runtime.rs stop 76d49843ac34
+// mirror: core/src/rt/runtime.rs stop 76d49843ac34
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);

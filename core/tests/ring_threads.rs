@@ -1,7 +1,7 @@
 #![cfg(not(smarm_loom))]
 //! Stress tests of `smarm_core::ring::Ring` on real threads: more threads
 //! than cores, so consumers really are preempted mid-pop. The unit tests in
-//! `core/src/ring/tests.rs` are the small, Miri-sized versions.
+//! `core/src/lockfree/ring/tests.rs` are the small, Miri-sized versions.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};

@@ -32,7 +32,7 @@
 //!   else still crashes as it would without smarm. A handler installed after
 //!   ours without chaining to it hides our reports.
 //! - On a guard-page hit: `write(2)` of the report formatted by
-//!   `smarm_core::fault::write_report` into a stack buffer, then `abort()`.
+//!   `smarm_core::overflow::write_report` into a stack buffer, then `abort()`.
 //!   Every call in the handler (`sigaltstack`, `sigaction`, `write`,
 //!   `abort`) is async-signal-safe (POSIX.1-2008, 2.4.3), and core's half
 //!   neither allocates nor locks.
@@ -49,7 +49,7 @@ use core::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-use smarm_core::fault::{overflow_at, overflow_exit, recovery_sp, write_report};
+use smarm_core::overflow::{overflow_at, overflow_exit, recovery_sp, write_report};
 
 use crate::Host;
 use smarm_core::Platform;
@@ -364,7 +364,7 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c
 
 #[cfg(test)]
 mod tests {
-    use smarm_core::fault::{current_stack, overflow_at};
+    use smarm_core::overflow::{current_stack, overflow_at};
 
     use crate::{Host, Runtime};
 

@@ -1,0 +1,660 @@
+//! Exit reasons, kill, monitors and links: how one actor learns of another's
+//! end, and how fates are tied (Erlang's model, typed).
+//!
+//! - Every actor ends with an [`ExitReason`]: `Normal` (its closure
+//!   returned), `Panicked` (with the message), `Killed` ([`ActorRef::kill`],
+//!   or a linked actor's abnormal exit) or `Cancelled` (runtime shutdown).
+//! - [`ActorRef::monitor`] gives a [`Monitor`]: one [`Down`] notice with the
+//!   reason (at once if the actor already ended);
+//!   [`ActorRef::monitor_into`] delivers it as a message of the watcher's
+//!   own mailbox type instead.
+//! - [`link`] ties the caller and another actor: when either ends
+//!   abnormally (`Panicked` or `Killed`), the other is killed — unless it
+//!   called [`trap_exits_into`], in which case it receives a [`Down`]
+//!   message in its mailbox and carries on. A normal exit breaks the link
+//!   quietly.
+//!
+//! # Mechanism
+//!
+//! Each actor carries a list of exit hooks: a lock-free stack of boxed
+//! closures, closed (swapped to a sentinel) when the actor ends, after its
+//! reason is stored. A hook added before the close runs at the actor's
+//! exit, on its own stack; one that finds the list closed runs at once with
+//! the stored reason. So every hook runs exactly once, whichever side wins.
+//!
+//! A kill sets the actor's kill flag and wakes it; the actor unwinds at its
+//! next resume point (a yield, a wait, a timeslice expiry, a `blocking`
+//! call: the places where it switches out), running destructors. An actor
+//! that never switches out is not killed until it does (the long-hold
+//! monitor reports such actors). An actor unwinds at most once: a kill that
+//! arrives while it unwinds (a panic, an earlier kill, a cancellation) or
+//! once its body has returned is absorbed, so its destructors and exit
+//! hooks run to the end and it ends with the reason it was ending with.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr;
+
+use crate::actor::Actor;
+use crate::msg::channel::{oneshot, OneshotReceiver};
+use crate::msg::mailbox::Addr;
+use crate::seam::platform::Platform;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering, RawCell};
+
+/// How an actor ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Its closure returned.
+    Normal,
+    /// It panicked, with this message.
+    Panicked(String),
+    /// It was killed ([`ActorRef::kill`], or a linked actor ended abnormally).
+    Killed,
+    /// The runtime shut down before it ended.
+    Cancelled,
+    /// It overflowed its stack and had opted in to
+    /// [`recover_overflow`](crate::sched::overflow::recover_overflow): its frames were
+    /// abandoned without unwinding (what they owned leaked).
+    StackOverflow {
+        /// The stack's usable bytes.
+        stack_size: usize,
+    },
+}
+
+impl ExitReason {
+    /// Whether linked actors are killed by it (`Panicked` or `Killed`).
+    pub fn is_abnormal(&self) -> bool {
+        matches!(
+            self,
+            ExitReason::Panicked(_) | ExitReason::Killed | ExitReason::StackOverflow { .. }
+        )
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Normal => f.write_str("normal exit"),
+            ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
+            ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Cancelled => f.write_str("cancelled by runtime shutdown"),
+            ExitReason::StackOverflow { stack_size } => {
+                write!(f, "overflowed its stack ({} KiB usable)", stack_size / 1024)
+            }
+        }
+    }
+}
+
+/// The notice a monitor (or a trapping linked actor) receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Down {
+    /// The actor that ended.
+    pub id: u64,
+    /// Its name, if it was spawned with one.
+    pub name: Option<Arc<str>>,
+    /// Why it ended.
+    pub reason: ExitReason,
+}
+
+/// The payload of the unwind that kills an actor.
+#[derive(Debug)]
+pub struct Killed;
+
+/// One exit hook.
+type Hook = Box<dyn FnOnce(&Down) + Send>;
+
+struct HookNode {
+    hook: Hook,
+    next: *mut HookNode,
+}
+
+/// The `head` value once the actor has ended.
+const CLOSED: *mut HookNode = ptr::dangling_mut::<HookNode>();
+
+/// An actor's exit hooks (see the module doc).
+pub(crate) struct ExitHooks {
+    head: AtomicPtr<HookNode>,
+    /// Written once by the ending actor, before the close.
+    down: RawCell<Option<Down>>,
+}
+
+// SAFETY: `head` is an atomic; the nodes it links are owned by the list
+// and handed over whole by the closing swap; `down` is written once before
+// the closing swap (Release) and read only after observing it (Acquire).
+unsafe impl Send for ExitHooks {}
+// SAFETY: as above.
+unsafe impl Sync for ExitHooks {}
+
+impl ExitHooks {
+    pub(crate) fn new() -> Self {
+        ExitHooks {
+            head: AtomicPtr::new(ptr::null_mut()),
+            down: RawCell::new(None),
+        }
+    }
+
+    /// Adds `hook`, or, if the actor has ended, runs it now.
+    pub(crate) fn add(&self, hook: Hook) {
+        let node = Box::into_raw(Box::new(HookNode {
+            hook,
+            next: ptr::null_mut(),
+        }));
+        // Acquire: on CLOSED, pairs with the closing swap (the stored
+        // `down` is visible).
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            if head == CLOSED {
+                // SAFETY: `node` was never published: ours.
+                let node = unsafe { Box::from_raw(node) };
+                // SAFETY: CLOSED was observed with Acquire after the closer
+                // wrote `down`; nobody writes it again.
+                if let Some(down) = unsafe { &*self.down.get() } {
+                    (node.hook)(down);
+                }
+                return;
+            }
+            // SAFETY: `node` is still ours (not yet published).
+            unsafe { (*node).next = head };
+            // Release: publishes the node to the closing swap (Acquire).
+            match self
+                .head
+                .compare_exchange(head, node, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// The actor ended: stores `down` and runs every hook once, in the
+    /// order they were added.
+    pub(crate) fn close(&self, down: Down) {
+        // SAFETY: only the ending actor writes `down`, once, before the
+        // list is closed; readers wait for CLOSED.
+        unsafe { *self.down.get() = Some(down) };
+        // AcqRel: Release publishes `down` to adders that see CLOSED;
+        // Acquire takes the nodes adders published.
+        let mut p = self.head.swap(CLOSED, Ordering::AcqRel);
+        let mut hooks = alloc::vec::Vec::new();
+        while !p.is_null() && p != CLOSED {
+            // SAFETY: the swap handed the whole list to us.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next;
+            hooks.push(node.hook);
+        }
+        // SAFETY: written above, never again.
+        let down = unsafe { (*self.down.get()).as_ref() }.expect("stored above");
+        for h in hooks.into_iter().rev() {
+            h(down);
+        }
+    }
+
+    /// Whether the actor has ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        // Acquire: pairs with the closing swap.
+        self.head.load(Ordering::Acquire) == CLOSED
+    }
+}
+
+impl Drop for ExitHooks {
+    fn drop(&mut self) {
+        // An actor dropped without ending (abandoned at shutdown): its
+        // hooks never run; free them.
+        // Relaxed: `&mut self` (no other reference; the Arc's drop
+        // synchronised with every former owner): no read-modify-write.
+        let mut p = self.head.load(Ordering::Relaxed);
+        while !p.is_null() && p != CLOSED {
+            // SAFETY: `&mut self`: the list is ours.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next;
+        }
+    }
+}
+
+/// What outlives an actor's control block: its id and name, its kill
+/// flag, its exit hooks (and, once it ended, its exit reason), its trap.
+/// Shared by the actor, its join handle, its mailbox and every
+/// [`ActorRef`]: one allocation per actor.
+pub(crate) struct Life {
+    pub(crate) id: u64,
+    pub(crate) name: Option<Arc<str>>,
+    /// Set by a kill; the actor unwinds at its next resume point.
+    pub(crate) killed: AtomicBool,
+    pub(crate) hooks: ExitHooks,
+    /// Set once by `trap_exits_into` (a leaked `Box<TrapFn>`, freed on drop).
+    trap: AtomicPtr<TrapFn>,
+    /// The control block, to wake it for a kill (written once, before the
+    /// actor or any handle to it is shared).
+    pub(crate) actor: RawCell<Weak<Actor>>,
+    /// What the actor waits on when parked (`dump::WAIT_*`; a hint).
+    pub(crate) wait: AtomicU8,
+    /// Messages sent to / taken from its mailbox (with the `counters`
+    /// feature; for dumps). `u64::MAX` sent: no mailbox.
+    pub(crate) sent: AtomicU64,
+    pub(crate) taken: AtomicU64,
+    /// The usable stack range `[lo, hi)` (for dumps; fixed at spawn).
+    pub(crate) stack: (usize, usize),
+    /// Opted in to ending by `StackOverflow` instead of aborting.
+    pub(crate) recover_overflow: AtomicBool,
+    /// Closes the actor's mailbox when its owner can no longer drop it
+    /// (an overflow recovery abandons the frame that holds it); set once,
+    /// before the `Life` is shared.
+    pub(crate) mailbox: RawCell<Option<Weak<dyn CloseDead>>>,
+    /// The ids of the actors linked with this one (so a second `link` to
+    /// the same partner adds nothing), under `links_lock`.
+    links: crate::sync::UnsafeCell<alloc::vec::Vec<u64>>,
+    /// A spin lock for `links` (held for a lookup and a push: links are
+    /// rare, and a link never waits while holding it).
+    links_lock: AtomicBool,
+}
+
+/// A mailbox whose owner is gone without dropping it.
+pub(crate) trait CloseDead: Send + Sync {
+    /// Closes it (later sends fail) and drops what is queued.
+    ///
+    /// # Safety
+    ///
+    /// The owning `Mailbox` will never run again (its frame was abandoned):
+    /// the caller becomes the queue's single consumer.
+    unsafe fn close_dead(&self);
+}
+
+/// What a trapping actor does with a linked actor's abnormal exit (returns
+/// whether it was delivered).
+pub(crate) type TrapFn = Box<dyn Fn(&Down) -> bool + Send + Sync>;
+
+// SAFETY: `actor` is written once before the `Life` is shared and only read
+// afterwards; `links` is touched only under `links_lock`; the rest are
+// atomics or `Sync` (ExitHooks).
+unsafe impl Send for Life {}
+// SAFETY: as above.
+unsafe impl Sync for Life {}
+
+impl Life {
+    pub(crate) fn new(id: u64, name: Option<Arc<str>>, stack: (usize, usize)) -> Arc<Self> {
+        Arc::new(Life {
+            id,
+            name,
+            killed: AtomicBool::new(false),
+            hooks: ExitHooks::new(),
+            trap: AtomicPtr::new(ptr::null_mut()),
+            actor: RawCell::new(Weak::new()),
+            wait: AtomicU8::new(0),
+            sent: AtomicU64::new(u64::MAX),
+            taken: AtomicU64::new(0),
+            stack,
+            recover_overflow: AtomicBool::new(false),
+            mailbox: RawCell::new(None),
+            links: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
+            links_lock: AtomicBool::new(false),
+        })
+    }
+
+    /// Marks the actor as owning a mailbox (its depth shows in dumps).
+    pub(crate) fn has_mailbox(&self) {
+        // Relaxed: set before the mailbox is shared.
+        self.sent.store(0, Ordering::Relaxed);
+    }
+
+    /// A send to the actor's mailbox (counted with `counters` only).
+    #[inline(always)]
+    pub(crate) fn count_sent(&self) {
+        #[cfg(feature = "counters")]
+        // Relaxed: statistics for dumps.
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A message taken by the mailbox's owner (single writer).
+    #[inline(always)]
+    pub(crate) fn count_taken(&self) {
+        #[cfg(feature = "counters")]
+        {
+            // Relaxed: single writer (the receiver); statistics for dumps.
+            let t = self.taken.load(Ordering::Relaxed);
+            self.taken.store(t + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Messages in the mailbox, if the actor has one (and `counters` is on).
+    pub(crate) fn mailbox_depth(&self) -> Option<u64> {
+        // Relaxed: statistics; a send counted before the take it matches
+        // may show as one extra.
+        let sent = self.sent.load(Ordering::Relaxed);
+        if sent == u64::MAX || !cfg!(feature = "counters") {
+            return None;
+        }
+        Some(sent.saturating_sub(self.taken.load(Ordering::Relaxed)))
+    }
+
+    /// Kills the actor: sets the flag its next resume point checks, and
+    /// wakes it if it is parked.
+    pub(crate) fn kill(&self) {
+        // Release: a hint for the actor's Relaxed check at resume; a parked
+        // actor is ordered by the wake's CAS below.
+        self.killed.store(true, Ordering::Release);
+        // SAFETY: written once before this `Life` was shared.
+        let actor = unsafe { (*self.actor.get()).upgrade() };
+        if let Some(a) = actor {
+            // The copy the actor checks at every resume, on its own control
+            // block's cache line (Release: as above).
+            a.killed.store(true, Ordering::Release);
+            if let Some(a) = a.wake() {
+                crate::sched::schedule(a);
+            }
+        }
+    }
+
+    /// Installs the trap (the first call wins; later ones are ignored).
+    pub(crate) fn set_trap(&self, f: TrapFn) {
+        let p = Box::into_raw(Box::new(f));
+        // AcqRel: Release publishes the closure to `trap_exit`'s Acquire.
+        if self
+            .trap
+            .compare_exchange(ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `p` was never published.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+
+    /// Takes the `links` lock (spinning, then yielding the thread).
+    fn lock_links<P: Platform>(&self) {
+        let mut backoff = crate::sync::Backoff::new();
+        // Acquire: pairs with the Release store in `unlock_links`.
+        while self
+            .links_lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if backoff.snooze() {
+                P::yield_thread();
+            }
+        }
+    }
+
+    fn unlock_links(&self) {
+        // Release: publishes the `links` writes to the next locker.
+        self.links_lock.store(false, Ordering::Release);
+    }
+
+    /// Records a link with `other` in both sets; `false` if they were
+    /// linked already. Locks the two sets in id order (no deadlock).
+    fn add_link<P: Platform>(&self, other: &Life) -> bool {
+        let (lo, hi) = if self.id < other.id {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        lo.lock_links::<P>();
+        if !ptr::eq(lo, hi) {
+            hi.lock_links::<P>();
+        }
+        // SAFETY: both locks are held (or the one, for a self-link): no
+        // other access to either set.
+        let new = self.links.with_mut(|mine| unsafe {
+            let new = !(*mine).contains(&other.id);
+            if new {
+                (*mine).push(other.id);
+            }
+            new
+        });
+        if new && !ptr::eq(self, other) {
+            // SAFETY: as above.
+            other.links.with_mut(|theirs| unsafe { (*theirs).push(self.id) });
+        }
+        if !ptr::eq(lo, hi) {
+            hi.unlock_links();
+        }
+        lo.unlock_links();
+        new
+    }
+
+    /// Delivers a linked actor's abnormal exit through the trap, if set.
+    pub(crate) fn trap_exit(&self, d: &Down) -> bool {
+        // Acquire: pairs with the Release CAS in `set_trap`.
+        let p = self.trap.load(Ordering::Acquire);
+        // SAFETY: a published trap lives until the `Life` is dropped (the
+        // caller holds a reference to it).
+        !p.is_null() && unsafe { (*p)(d) }
+    }
+
+    /// The actor ended with `reason`: runs its exit hooks.
+    pub(crate) fn end(&self, reason: ExitReason) {
+        self.hooks.close(Down {
+            id: self.id,
+            name: self.name.clone(),
+            reason,
+        });
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, as in `ExitHooks::drop`.
+        let trap = self.trap.load(Ordering::Relaxed);
+        if !trap.is_null() {
+            // SAFETY: `&mut self`: nobody else can read the trap any more.
+            drop(unsafe { Box::from_raw(trap) });
+        }
+    }
+}
+
+/// A reference to an actor that does not keep it alive (its stack and
+/// control block go when it ends; the reference keeps only its id, name
+/// and exit reason): kill it, monitor it, link to it. Get one from a
+/// `JoinHandle`, an `Addr` or [`current`].
+pub struct ActorRef<P: Platform> {
+    pub(crate) life: Arc<Life>,
+    pub(crate) _p: PhantomData<fn() -> P>,
+}
+
+impl<P: Platform> Clone for ActorRef<P> {
+    fn clone(&self) -> Self {
+        ActorRef {
+            life: self.life.clone(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<P: Platform> fmt::Debug for ActorRef<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActorRef").field("id", &self.life.id).finish()
+    }
+}
+
+impl<P: Platform> ActorRef<P> {
+    pub(crate) fn new(life: &Arc<Life>) -> Self {
+        ActorRef {
+            life: life.clone(),
+            _p: PhantomData,
+        }
+    }
+
+    /// The actor's id.
+    pub fn id(&self) -> u64 {
+        self.life.id
+    }
+
+    /// The actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        self.life.name.as_deref()
+    }
+
+    /// Whether the actor has ended.
+    pub fn has_exited(&self) -> bool {
+        self.life.hooks.is_closed()
+    }
+
+    /// Kills the actor: it unwinds at its next resume point and ends with
+    /// [`ExitReason::Killed`] (its joiner sees `JoinError::Killed`). Killing
+    /// an actor that has ended does nothing.
+    pub fn kill(&self) {
+        if !self.has_exited() {
+            self.life.kill();
+        }
+    }
+
+    /// Runs `hook` once when the actor ends (at once if it has ended). On an
+    /// actor dropped without ending (abandoned at shutdown) it never runs.
+    fn on_exit(&self, hook: Hook) {
+        self.life.hooks.add(hook);
+    }
+
+    /// A monitor: one [`Down`] notice when the actor ends.
+    pub fn monitor(&self) -> Monitor<P> {
+        let (tx, rx) = oneshot::<Down, P>();
+        self.on_exit(Box::new(move |d: &Down| {
+            // The monitor may have been dropped: nobody to tell.
+            let _ = tx.send(d.clone());
+        }));
+        Monitor { rx }
+    }
+
+    /// Delivers the [`Down`] notice, mapped by `f`, to the mailbox `to` (an
+    /// actor watching several others waits on its one mailbox). A mailbox
+    /// closed by then drops it. `f` may carry context (a closure); it runs
+    /// once, on the ending actor's exit path.
+    pub fn monitor_into<M: Send + 'static>(
+        &self,
+        to: &Addr<M, P>,
+        f: impl FnOnce(Down) -> M + Send + 'static,
+    ) {
+        let to = to.clone();
+        self.on_exit(Box::new(move |d: &Down| {
+            let _ = to.send(f(d.clone()));
+        }));
+    }
+}
+
+/// Waits for one actor's [`Down`] notice.
+pub struct Monitor<P: Platform> {
+    rx: OneshotReceiver<Down, P>,
+}
+
+impl<P: Platform> fmt::Debug for Monitor<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Monitor").finish_non_exhaustive()
+    }
+}
+
+impl<P: Platform> Monitor<P> {
+    /// Waits for the notice (an actor parks, a thread blocks). `None` if it
+    /// can never come (the actor was abandoned at shutdown).
+    pub fn recv(self) -> Option<Down> {
+        self.rx.recv().ok()
+    }
+
+    /// Waits at most `timeout`; `None` if the actor has not ended by then.
+    pub fn recv_timeout(&mut self, timeout: core::time::Duration) -> Option<Down> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+
+    /// The notice, if the actor has ended.
+    pub fn try_recv(&mut self) -> Option<Down> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// A reference to the calling actor; `None` on a plain thread.
+pub fn current<P: Platform>() -> Option<ActorRef<P>> {
+    let a = crate::sched::current_actor::<P>()?;
+    // SAFETY: the running actor is alive while it runs.
+    Some(ActorRef::new(unsafe { &(*a).life }))
+}
+
+/// Links the calling actor with `other`: when either ends abnormally
+/// (`Panicked` or `Killed`) the other is killed, unless it traps exits
+/// ([`trap_exits_into`]). Returns `false` on a plain thread (nothing to
+/// link). Linking to an actor that already ended abnormally kills the
+/// caller at its next resume point, as in Erlang. Idempotent, as Erlang's:
+/// linking again to the same partner (from either side) adds nothing, and
+/// one exit delivers one notice; linking to itself does nothing.
+pub fn link<P: Platform>(other: &ActorRef<P>) -> bool {
+    let Some(me) = current::<P>() else {
+        return false;
+    };
+    if me.life.id == other.life.id || !me.life.add_link::<P>(&other.life) {
+        return true;
+    }
+    let (to_other, to_me) = (other.life.clone(), me.life.clone());
+    me.on_exit(Box::new(move |d: &Down| propagate(&to_other, d)));
+    other.on_exit(Box::new(move |d: &Down| propagate(&to_me, d)));
+    true
+}
+
+/// A linked actor ended with `d`: kill `peer` or tell it (if it traps).
+fn propagate(peer: &Life, d: &Down) {
+    if !d.reason.is_abnormal() || peer.hooks.is_closed() {
+        return;
+    }
+    if !peer.trap_exit(d) {
+        peer.kill();
+    }
+}
+
+/// Makes the calling actor trap exits: a linked actor's abnormal exit is
+/// delivered to `to` (normally the caller's own mailbox), mapped by `f`,
+/// instead of killing the caller. Returns `false` on a plain thread; the
+/// first call wins.
+///
+/// The trap holds `to` weakly: it keeps no mailbox (and so no actor)
+/// alive, and a notice for a mailbox that is gone or closed is not
+/// delivered, so the link kills the caller instead (it has ended anyway,
+/// or it is ending). Context `f` captures lives until the caller's last
+/// handle is dropped.
+pub fn trap_exits_into<P: Platform, M: Send + 'static>(
+    to: &Addr<M, P>,
+    f: impl Fn(Down) -> M + Send + Sync + 'static,
+) -> bool {
+    let Some(a) = crate::sched::current_actor::<P>() else {
+        return false;
+    };
+    let to = to.downgrade();
+    // SAFETY: the running actor is alive while it runs.
+    unsafe {
+        (*a).life.set_trap(Box::new(move |d: &Down| {
+            to.upgrade().is_some_and(|to| to.send(f(d.clone())).is_ok())
+        }))
+    };
+    true
+}
+
+/// Loom models only: the link sets' lock and check
+/// (`core/tests/loom_links.rs`), on real `Life`s.
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub mod loom_links {
+    use alloc::sync::Arc;
+    use alloc::vec::Vec;
+
+    use crate::seam::platform::Platform;
+
+    /// One actor's `Life` (no actor behind it).
+    pub struct LinkEnd(Arc<super::Life>);
+
+    impl LinkEnd {
+        /// A `Life` with id `id`.
+        pub fn new(id: u64) -> Self {
+            LinkEnd(super::Life::new(id, None, (0, 0)))
+        }
+
+        /// `link`'s bookkeeping: `true` if this made a new link.
+        pub fn link<P: Platform>(&self, other: &LinkEnd) -> bool {
+            self.0.add_link::<P>(&other.0)
+        }
+
+        /// The partner ids recorded (call once the linkers are joined).
+        pub fn links<P: Platform>(&self) -> Vec<u64> {
+            self.0.lock_links::<P>();
+            // SAFETY: the lock is held.
+            let v = self.0.links.with(|l| unsafe { (*l).clone() });
+            self.0.unlock_links();
+            v
+        }
+    }
+}

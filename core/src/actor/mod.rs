@@ -1,0 +1,321 @@
+//! The actor control block and its state word.
+//!
+//! # The state word
+//!
+//! | value | name       | meaning                                                  |
+//! |-------|------------|----------------------------------------------------------|
+//! | 0     | `RUNNABLE` | in a run queue or run-next slot, or about to be put there |
+//! | 1     | `RUNNING`  | a worker is running it (or has just switched off it)      |
+//! | 2     | `PARKED`   | suspended, waiting for a wake; its registration is the only reference that can make it runnable |
+//! | 3     | `NOTIFIED` | `RUNNING`, and a wake arrived before its park completed   |
+//! | 4     | `DONE`     | exited; never runs again                                  |
+//! | 5     | `HELD`     | unwinding, waiting in place on its own OS thread (no switch while unwinding); a wake stores `RUNNING` and wakes that thread |
+//!
+//! # Lifecycle
+//!
+//! ```text
+//!            (1) spawn                 (2) pick
+//!   new ────────────────▶ RUNNABLE ─────────────▶ RUNNING ──(6) exit──▶ DONE
+//!                            ▲  ▲                  │  │  ▲
+//!                 (3) yield  │  └──(5a) wake───┐   │  │  │ (4b) park fails:
+//!                            └─────────────────┼───┘  │  │      resume at once
+//!                                              │  (4a)│  │
+//!                                            PARKED ◀─┘  NOTIFIED ◀─(5b) wake while running
+//! ```
+//!
+//! 1. `spawn` (`Runtime::spawn`, `spawn`): a new actor starts `RUNNABLE`
+//!    (work-first spawns skip straight to (2)).
+//! 2. the worker that takes it from a queue or slot stores `RUNNING`.
+//! 3. `yield_now` → after switching off the actor, the worker stores
+//!    `RUNNABLE` and queues it.
+//! 4. `park` → after switching off the actor, the worker CASes
+//!    `RUNNING → PARKED` (4a). If the CAS finds `NOTIFIED` (4b), a wake came
+//!    in between: the worker stores `RUNNING` and resumes the actor at once.
+//! 5. `wake` (any thread): CAS `PARKED → RUNNABLE` and schedule it (5a), or
+//!    CAS `RUNNING → NOTIFIED` (5b); from any other state a wake does nothing
+//!    (it will run anyway, or never again).
+//! 6. the actor's closure returns (or unwinds): the worker stores `DONE`.
+//! 7. an actor that waits while it unwinds (a destructor during a panic,
+//!    a kill or a cancellation) never switches (see `sched`'s "Unwinding"):
+//!    it CASes `RUNNING → HELD` itself and sleeps on the state word; a
+//!    wake CASes `HELD → RUNNING` and wakes the word (through the
+//!    runtime's [`Schedule::unpark`]), or absorbs as (5b) when it lands
+//!    before the CAS.
+//!
+//! # The park invariant
+//!
+//! A pending park is observed in exactly one place: the waker's registration
+//! (a join slot, later a mailbox) holds the only handle that moves the actor
+//! out of `PARKED`, and every transition out of `PARKED` is a CAS, so a wake
+//! is delivered once. The condition a parker waits for is always re-checked
+//! after the registration is published (the registration is a CAS that fails
+//! if the condition already holds), and the `NOTIFIED` state carries a wake
+//! that lands between registration and the park's CAS, so no wake is lost.
+//! State changes the actor makes happen after it has been switched off
+//! (steps 3, 4, 6 run on the worker's own stack), so no other worker can
+//! resume an actor whose stack is still in use.
+
+//!
+//! Layer 3, the actor: its control block and state word (here), its exit
+//! data ([`life`]) and its sanitizer hooks ([`sanitizer`]). Imports only
+//! the layers below (the scheduler reaches it through [`Schedule`]).
+
+pub mod life;
+pub(crate) mod sanitizer;
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::ptr::{self, NonNull};
+
+use crate::actor::life::Life;
+use crate::sched::Schedule;
+use crate::seam::platform::RawStack;
+use crate::sync::{AtomicU32, Ordering, RawCell};
+
+/// In a run queue or slot (the bit table above).
+pub const RUNNABLE: u32 = 0;
+/// Running (or just switched off).
+pub const RUNNING: u32 = 1;
+/// Suspended until a wake.
+pub const PARKED: u32 = 2;
+/// Running, with a wake for its coming park.
+pub const NOTIFIED: u32 = 3;
+/// Exited.
+pub const DONE: u32 = 4;
+/// Unwinding, waiting in place on its own thread.
+pub const HELD: u32 = 5;
+
+/// What a wake did to a state word (the lifecycle's steps 5 and 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// `PARKED → RUNNABLE`: the waker must schedule the actor.
+    Schedule,
+    /// `HELD → RUNNING`: the waker must wake the word (the actor sleeps on
+    /// it in [`hold_wait`]).
+    Unpark,
+    /// `RUNNING → NOTIFIED` (absorbed by the coming park), or a state in
+    /// which a wake is moot.
+    Nothing,
+}
+
+/// The wake's transition on `state` (steps 5a, 5b and 7).
+pub fn wake_word(state: &AtomicU32) -> Woken {
+    // Acquire: pairs with the worker's AcqRel CAS into PARKED (step 4a), so
+    // the actor's saved sp is visible before we schedule it, and with the
+    // actor's AcqRel CAS into HELD.
+    let mut s = state.load(Ordering::Acquire);
+    loop {
+        let (to, woken) = match s {
+            PARKED => (RUNNABLE, Woken::Schedule),
+            RUNNING => (NOTIFIED, Woken::Nothing),
+            HELD => (RUNNING, Woken::Unpark),
+            _ => return Woken::Nothing,
+        };
+        // AcqRel: Release publishes what the waker wrote before waking (the
+        // condition the parker re-checks); Acquire as above.
+        match state.compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return woken,
+            Err(now) => s = now,
+        }
+    }
+}
+
+/// Step 7, the actor's side: waits on `state` (its own, `RUNNING` or
+/// `NOTIFIED`) on the calling OS thread until a wake. A wake that landed
+/// before (`NOTIFIED`) is consumed at once. Returns `false` if the actor
+/// was in neither state (a caller's bug). May return spuriously only as
+/// a park does: after a wake meant for an earlier registration.
+pub fn hold_wait<F: crate::seam::platform::Futex>(state: &AtomicU32) -> bool {
+    // AcqRel: Release publishes our registration's writes to a waker that
+    // sees HELD; Acquire sees a NOTIFIED waker's writes.
+    match state.compare_exchange(RUNNING, HELD, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => loop {
+            F::wait(state, HELD, None);
+            // Acquire: pairs with the waker's AcqRel CAS out of HELD.
+            if state.load(Ordering::Acquire) != HELD {
+                return true;
+            }
+        },
+        Err(NOTIFIED) => {
+            // Relaxed: we own the actor's state while it runs; the CAS
+            // above was the Acquire.
+            state.store(RUNNING, Ordering::Relaxed);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The `cancel` cell: nothing pending.
+pub(crate) const CANCEL_NONE: u8 = 0;
+/// Set by a worker during shutdown before it resumes an actor: the next
+/// resume point unwinds the actor with [`Cancelled`].
+pub(crate) const CANCEL_REQUESTED: u8 = 1;
+/// The actor is ending: a resume point raised its kill or cancellation, or
+/// its body has returned (or unwound) to the entry. Resume points never
+/// raise again, so an actor unwinds at most once and its exit path (actor
+/// locals, exit hooks) runs to the end.
+pub(crate) const CANCEL_UNWINDING: u8 = 2;
+
+/// The payload of the unwind that cancels an actor at shutdown.
+#[derive(Debug)]
+pub struct Cancelled;
+
+/// What a running actor asks its worker to do once switched off it.
+pub(crate) enum Request {
+    /// Nothing pending (the actor is running).
+    None,
+    /// Requeue at the back of the run queue.
+    Yield,
+    /// Park (see the state diagram, step 4).
+    Park,
+    /// Run `child` at once; the parent waits in the run-next slot.
+    Spawn(Arc<Actor>),
+    /// The actor finished; wake this actor (a joiner) if any.
+    Exit(Option<Arc<Actor>>),
+    /// The actor is about to block its thread: hand the worker's duty to
+    /// another thread, then resume the actor here, off the runtime.
+    Block,
+    /// Back from a blocking call (sent from the detached thread): queue the
+    /// actor, and retire this thread from worker duty.
+    Rejoin,
+    /// The actor unwinds and must wait (see `sched`'s "Unwinding"): hand
+    /// the worker's duty to another thread, then resume the actor here,
+    /// still this worker's context but marked detached; it waits in place
+    /// and sends `Rejoin` once its unwind has been caught.
+    Detach,
+    /// The actor overflowed its stack and was ended by recovery
+    /// ([`crate::sched::overflow::overflow_exit`]): its stack is abandoned (never
+    /// reused); wake this joiner, if any.
+    Overflowed(Option<Arc<Actor>>),
+}
+
+/// The body of an actor: runs the user's closure, stores its result, and
+/// returns the joiner to wake, if one is parked.
+pub(crate) type Entry = Box<dyn FnOnce(&Actor) -> Option<Arc<Actor>> + Send>;
+
+/// An actor's control block. Shared as `Arc<Actor>` between the queues,
+/// the worker running it and wakers' registrations.
+///
+/// Field ownership: `sp`, `request`, `cancel` and `entry` belong to whoever
+/// owns the actor per the state word (the worker running or switching it, or
+/// the actor itself while it runs); ownership passes through the state
+/// word's and the run queue's Release/Acquire edges. `sched_sp` is written by
+/// the actor right after each resume and read by it before each suspend.
+pub struct Actor {
+    pub(crate) id: u64,
+    pub(crate) state: AtomicU32,
+    pub(crate) sp: RawCell<*mut u8>,
+    pub(crate) sched_sp: RawCell<*mut u8>,
+    pub(crate) request: RawCell<Request>,
+    pub(crate) cancel: RawCell<u8>,
+    pub(crate) entry: RawCell<Option<Entry>>,
+    pub(crate) stack: RawCell<Option<RawStack>>,
+    /// Frees `stack` if the actor is dropped without exiting (shutdown).
+    pub(crate) stack_free: unsafe fn(RawStack),
+    /// The runtime that schedules this actor when a wake makes it runnable.
+    /// Valid for the actor's whole life: a runtime outlives its actors (one
+    /// that shuts down with actors left keeps its shared state alive).
+    pub(crate) rt: NonNull<dyn Schedule>,
+    /// Id, name, kill flag, exit hooks: what outlives the control block.
+    pub(crate) life: Arc<Life>,
+    /// Actor-local values; owned by the running actor.
+    pub(crate) locals: RawCell<crate::sched::local::Locals>,
+    /// Set by a kill (a copy of `life.killed` on this cache line, read at
+    /// every resume).
+    pub(crate) killed: crate::sync::AtomicBool,
+    /// Its place in the runtime's registry (`crate::rt::dump`).
+    pub(crate) reg: crate::sync::AtomicU64,
+    /// The join completer in the running entry frame (for an overflow
+    /// recovery); owned by the running actor.
+    pub(crate) abort_join: RawCell<Option<NonNull<dyn crate::spawn::join::AbortJoin>>>,
+    /// Detached from the scheduler while unwinding (`Request::Detach`),
+    /// until it rejoins; owned by the running actor.
+    pub(crate) detached: RawCell<bool>,
+    /// Sections in which resume points do not raise a kill or a
+    /// cancellation (`sched::defer_kills`); owned by the running actor.
+    pub(crate) deferred: RawCell<u32>,
+    /// Sanitizer fiber state (zero-sized without the sanitizer cfgs);
+    /// owned like `sp`.
+    #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
+    pub(crate) san: crate::actor::sanitizer::ActorSan,
+}
+
+// SAFETY: every `UnsafeCell` field is accessed only by the actor's current
+// owner (see the struct doc), and ownership moves between threads through
+// Release/Acquire edges (the state word, the run queue, the run-next slot).
+unsafe impl Send for Actor {}
+// SAFETY: as above; the only fields touched concurrently are atomics.
+unsafe impl Sync for Actor {}
+
+impl Actor {
+    pub(crate) fn new(
+        id: u64,
+        entry: Entry,
+        stack: RawStack,
+        stack_free: unsafe fn(RawStack),
+        rt: NonNull<dyn Schedule>,
+        life: Arc<Life>,
+    ) -> Self {
+        Actor {
+            id,
+            state: AtomicU32::new(RUNNABLE),
+            sp: RawCell::new(ptr::null_mut()),
+            sched_sp: RawCell::new(ptr::null_mut()),
+            request: RawCell::new(Request::None),
+            cancel: RawCell::new(CANCEL_NONE),
+            entry: RawCell::new(Some(entry)),
+            stack: RawCell::new(Some(stack)),
+            stack_free,
+            rt,
+            life,
+            locals: RawCell::new(crate::sched::local::Locals::default()),
+            abort_join: RawCell::new(None),
+            detached: RawCell::new(false),
+            deferred: RawCell::new(0),
+            reg: crate::sync::AtomicU64::new(crate::rt::dump::UNREGISTERED),
+            killed: crate::sync::AtomicBool::new(false),
+            san: crate::actor::sanitizer::ActorSan::new(),
+        }
+    }
+
+    /// The name given at spawn, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.life.name.as_deref()
+    }
+
+    /// Wakes a parked actor: returns it if the caller must schedule it
+    /// (it was `PARKED`, now `RUNNABLE`); otherwise the wake was absorbed
+    /// (`RUNNING → NOTIFIED`) or is moot.
+    pub(crate) fn wake(self: Arc<Self>) -> Option<Arc<Actor>> {
+        match wake_word(&self.state) {
+            Woken::Schedule => Some(self),
+            Woken::Unpark => {
+                // Step 7: the actor sleeps on its state word on its own
+                // thread. Our Arc keeps the word alive for the wake.
+                // SAFETY: an actor's runtime outlives it (`rt`'s doc).
+                unsafe { self.rt.as_ref().unpark(&self.state) };
+                None
+            }
+            Woken::Nothing => None,
+        }
+    }
+}
+
+impl Drop for Actor {
+    fn drop(&mut self) {
+        // One dropped unretired (shutdown) may still own a TSan fiber.
+        crate::actor::sanitizer::retired(self);
+        // An actor dropped with its stack still attached never exited (it
+        // was left in a queue or parked at shutdown): its frames are
+        // abandoned without unwinding, but the stack itself is unmapped.
+        if let Some(stack) = self.stack.with_mut(|s| {
+            // SAFETY: `&mut self`: no other reference exists.
+            unsafe { (*s).take() }
+        }) {
+            // SAFETY: no context runs on the stack of an actor being dropped
+            // (a running actor's Arc is held by its worker).
+            unsafe { (self.stack_free)(stack) };
+        }
+    }
+}

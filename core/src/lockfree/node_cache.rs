@@ -1,0 +1,263 @@
+//! A per-worker cache of raw memory blocks by size class, so that steady-state
+//! messaging allocates nothing: a mailbox node freed after a receive is the
+//! block the next send on that worker gets.
+//!
+//! # Blocks and classes
+//!
+//! Every block, cached or not, is allocated from the global allocator with a
+//! *block layout*: the requested [`Layout`] rounded by [`NodeCache::block_layout`].
+//!
+//! | requested layout               | block layout                                 | cached? |
+//! |--------------------------------|----------------------------------------------|---------|
+//! | `align <= 16`, `size <= 512`   | size rounded up to 16 (at least 16), align 16 | yes, class `size / 16 - 1` |
+//! | anything else                  | size at least 1, padded to `align`           | no (straight to the allocator) |
+//!
+//! So there are 32 classes (16, 32, ..., 512 bytes), and all blocks of one
+//! class have the same block layout. Rounding is idempotent: the block layout
+//! of a block layout is itself. Hence the invariant that makes blocks
+//! interchangeable between caches and with the global allocator:
+//!
+//! > A block for layout `L` is memory from `alloc::alloc::alloc(block_layout(L))`.
+//! > It may be freed by [`NodeCache::free`] on *any* cache or by
+//! > [`NodeCache::free_global`], given `L` or any layout with the same block
+//! > layout; never by `dealloc` with `L` itself (unless `L` is already a block
+//! > layout, as [`Node::layout`](crate::lockfree::mpsc::Node::layout) is).
+//!
+//! # The cache
+//!
+//! 1. [`NodeCache::alloc`] pops the block from the class's free list, or asks
+//!    the global allocator when the list is empty (or the layout is not
+//!    cached). It never returns null: out of memory calls
+//!    [`handle_alloc_error`].
+//! 2. [`NodeCache::free`] pushes the block on its class's list, unless the
+//!    list already holds [`NodeCache::CLASS_CAP`] blocks; then (and for
+//!    uncached layouts) the block goes back to the global allocator.
+//! 3. A free list is intrusive: a cached block's first word holds the next
+//!    cached block (blocks are at least 16 bytes, 16-aligned). LIFO, so the
+//!    block reused first is the one freed last, likely still in cache.
+//! 4. Dropping the cache frees every cached block.
+//!
+//! A cache has one owner (`&mut self` everywhere; `!Sync`): each worker owns
+//! one. It is `Send`, and a block freed into one worker's cache may have been
+//! allocated by another's: blocks are plain global-allocator memory.
+
+use alloc::alloc::{alloc, dealloc, handle_alloc_error};
+use core::alloc::Layout;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;
+
+/// Class step and the alignment of every cached block.
+const STEP: usize = 16;
+
+/// The largest cached block size.
+const MAX_CACHED: usize = 512;
+
+/// The number of size classes: 16, 32, ..., 512 bytes.
+const CLASSES: usize = MAX_CACHED / STEP;
+
+/// One class's free list: the most recently freed block and the count.
+#[derive(Clone, Copy)]
+struct FreeList {
+    /// The first cached block (null when empty); its first word holds the
+    /// next one.
+    head: *mut u8,
+    /// Blocks on this list.
+    len: usize,
+}
+
+impl FreeList {
+    const EMPTY: Self = Self {
+        head: ptr::null_mut(),
+        len: 0,
+    };
+}
+
+/// Free lists of raw blocks by size class; see the [module docs](self).
+pub struct NodeCache {
+    lists: [FreeList; CLASSES],
+    /// Blocks cached over all classes.
+    cached: usize,
+}
+
+// SAFETY: the cache only holds pointers to global-allocator blocks it owns
+// exclusively; nothing ties them to the thread that freed them.
+unsafe impl Send for NodeCache {}
+
+impl NodeCache {
+    /// At most this many blocks are kept per class; frees beyond it go back
+    /// to the global allocator.
+    pub const CLASS_CAP: usize = 1024;
+
+    /// An empty cache (allocates nothing).
+    pub const fn new() -> Self {
+        Self {
+            lists: [FreeList::EMPTY; CLASSES],
+            cached: 0,
+        }
+    }
+
+    /// The layout blocks for `layout` are really allocated with (the table
+    /// in the [module docs](self)). Idempotent.
+    pub const fn block_layout(layout: Layout) -> Layout {
+        let (size, align) = if layout.align() <= STEP && layout.size() <= MAX_CACHED {
+            (round_up(max(layout.size(), 1), STEP), STEP)
+        } else {
+            (round_up(max(layout.size(), 1), layout.align()), layout.align())
+        };
+        match Layout::from_size_align(size, align) {
+            Ok(l) => l,
+            // Unreachable: a `Layout`'s size padded to its (power-of-two)
+            // alignment never exceeds `isize::MAX`, and small sizes stay small.
+            Err(_) => panic!("block layout overflow"),
+        }
+    }
+
+    /// The class of `layout`, `None` when it bypasses the cache.
+    #[inline]
+    const fn class(layout: Layout) -> Option<usize> {
+        let block = Self::block_layout(layout);
+        if block.align() == STEP && block.size() <= MAX_CACHED {
+            Some(block.size() / STEP - 1)
+        } else {
+            None
+        }
+    }
+
+    /// A block for `layout`: a cached one of its class, else a fresh one from
+    /// the global allocator (with the block layout). Never null.
+    #[inline]
+    pub fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        if let Some(c) = Self::class(layout) {
+            let list = &mut self.lists[c];
+            if let Some(block) = NonNull::new(list.head) {
+                // SAFETY: `block` is a cached block of this class: at least 16
+                // bytes, 16-aligned, owned by the cache, and its first word
+                // was written by `free` (step 3).
+                list.head = unsafe { block.cast::<*mut u8>().as_ptr().read() };
+                list.len -= 1;
+                self.cached -= 1;
+                return block;
+            }
+        }
+        Self::alloc_global(layout)
+    }
+
+    /// Gives a block back: cached if its class has room, else freed to the
+    /// global allocator.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a block for `layout` (or for a layout with the same
+    /// [`block_layout`](Self::block_layout)) from [`alloc`](Self::alloc) on
+    /// any cache or from [`alloc_global`](Self::alloc_global), not freed
+    /// since; the caller gives up all access to it.
+    #[inline]
+    pub unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        if let Some(c) = Self::class(layout) {
+            let list = &mut self.lists[c];
+            if list.len < Self::CLASS_CAP {
+                // SAFETY: per the contract the block is ours now, at least 16
+                // bytes and 16-aligned (a cached class's block layout), so its
+                // first word can hold the list link.
+                unsafe { ptr.cast::<*mut u8>().as_ptr().write(list.head) };
+                list.head = ptr.as_ptr();
+                list.len += 1;
+                self.cached += 1;
+                return;
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::free_global(ptr, layout) }
+    }
+
+    /// A block for `layout` straight from the global allocator (with the
+    /// block layout), interchangeable with cached ones. Never null.
+    pub fn alloc_global(layout: Layout) -> NonNull<u8> {
+        let block = Self::block_layout(layout);
+        // SAFETY: a block layout never has size 0.
+        let p = unsafe { alloc(block) };
+        match NonNull::new(p) {
+            Some(p) => p,
+            None => handle_alloc_error(block),
+        }
+    }
+
+    /// Frees a block to the global allocator, bypassing any cache.
+    ///
+    /// # Safety
+    ///
+    /// As for [`free`](Self::free).
+    pub unsafe fn free_global(ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: per the contract the block was allocated with this block
+        // layout (every path allocates with it) and is ours to free.
+        unsafe { dealloc(ptr.as_ptr(), Self::block_layout(layout)) }
+    }
+
+    /// Blocks held over all classes.
+    pub fn cached(&self) -> usize {
+        self.cached
+    }
+
+    /// Frees every cached block to the global allocator.
+    pub fn clear(&mut self) {
+        for (c, list) in self.lists.iter_mut().enumerate() {
+            let block = class_layout(c);
+            while let Some(p) = NonNull::new(list.head) {
+                // SAFETY: a cached block: its first word is the link written
+                // by `free`, and it was allocated with this class's block
+                // layout. It leaves the list before it is freed.
+                unsafe {
+                    list.head = p.cast::<*mut u8>().as_ptr().read();
+                    dealloc(p.as_ptr(), block);
+                }
+            }
+            list.len = 0;
+        }
+        self.cached = 0;
+    }
+}
+
+impl Default for NodeCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for NodeCache {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+impl fmt::Debug for NodeCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeCache").field("cached", &self.cached).finish()
+    }
+}
+
+/// The block layout of class `c`: size `16 * (c + 1)`, align 16.
+const fn class_layout(c: usize) -> Layout {
+    match Layout::from_size_align(STEP * (c + 1), STEP) {
+        Ok(l) => l,
+        Err(_) => panic!("class out of range"),
+    }
+}
+
+/// `x` rounded up to a multiple of `align` (a power of two); callers keep it
+/// below `isize::MAX` (see `block_layout`).
+#[inline]
+const fn round_up(x: usize, align: usize) -> usize {
+    (x + align - 1) & !(align - 1)
+}
+
+#[inline]
+const fn max(a: usize, b: usize) -> usize {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}

@@ -1,0 +1,200 @@
+//! Typed channels between actors and OS threads, in three kinds:
+//!
+//! | kind                          | constructor                 | senders | send when full / waiting       |
+//! |-------------------------------|-----------------------------|---------|--------------------------------|
+//! | unbounded MPSC                | [`channel`]                 | many    | never waits                    |
+//! | bounded MPSC (backpressure)   | [`bounded`], [`try_bounded`]| many    | waits for a free slot          |
+//! | oneshot                       | [`oneshot`]                 | one     | never waits (one value)        |
+//!
+//! Every blocking call works from both sides of the runtime's edge: an actor
+//! *parks* (its worker runs other actors meanwhile, never sleeping in the
+//! kernel on the channel's behalf), a plain OS thread *futex-waits* on a
+//! word of its own. Both go through the crate's waiter abstraction, and
+//! either may wake spuriously; every wait is a loop that re-checks.
+//!
+//! # Semantics (as `std::sync::mpsc`)
+//!
+//! - A send fails, handing the value back, once the receiver is dropped.
+//!   Dropping the receiver drops the messages it can still reach at once;
+//!   a send racing the drop may still succeed, and its message is dropped
+//!   with the channel's last handle.
+//! - After every sender is dropped the receiver drains what is queued, then
+//!   gets [`RecvError`] (disconnected) from `recv`, and
+//!   [`TryRecvError::Disconnected`] from `try_recv`.
+//! - **FIFO per sender.** Messages whose sends are ordered (one actor or
+//!   thread sending in sequence, or sends otherwise ordered by
+//!   happens-before) are received in that order; sends from different
+//!   senders interleave in the order their pushes reached the queue.
+//! - An actor blocked in a channel call while runtime shutdown cancels it
+//!   (its unwinding destructors receive or send) gets the disconnected
+//!   error instead of parking: nothing can wake it any more.
+//!
+//! # Design
+//!
+//! The MPSC kinds are built on the mailbox's machinery
+//! ([`crate::lockfree::mpsc::MpscQueue`], nodes from the calling worker's node cache,
+//! and the mailbox's Dekker-pair park protocol), so a message costs no
+//! allocation in steady state. The protocols are documented with their
+//! code: the receiver's park protocol, shared by both MPSC kinds, in
+//! `channel/chan.rs`; the bounded kind's slot accounting and sender wait
+//! list in `channel/bounded.rs`; the oneshot's state word in
+//! `channel/oneshot.rs`.
+
+use core::fmt;
+
+// The handles share a channel through an `Arc`: loom's under loom, whose
+// drop loom sees synchronise the last owner with the others (the std one's
+// Release/Acquire are invisible to it, and the queue's drop relies on them).
+#[cfg(not(smarm_loom))]
+use alloc::sync::Arc;
+#[cfg(smarm_loom)]
+use loom::sync::Arc;
+
+mod bounded;
+mod chan;
+mod oneshot;
+mod unbounded;
+
+pub use bounded::{bounded, try_bounded, BoundedReceiver, BoundedSender};
+pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
+pub use unbounded::{channel, Receiver, Sender};
+
+pub use crate::seam::error::SendError;
+
+/// Why a non-blocking send on a bounded channel did not send: the value,
+/// handed back either way.
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub enum TrySendError<T> {
+    /// Every slot is taken: the receiver has not caught up.
+    Full(T),
+    /// The receiver was dropped.
+    Disconnected(T),
+}
+
+impl<T> TrySendError<T> {
+    /// The value that was not sent.
+    pub fn into_inner(self) -> T {
+        match self {
+            TrySendError::Full(v) | TrySendError::Disconnected(v) => v,
+        }
+    }
+
+    /// Whether the channel was full (and is still connected).
+    pub fn is_full(&self) -> bool {
+        matches!(self, TrySendError::Full(_))
+    }
+
+    /// Whether the receiver was dropped.
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, TrySendError::Disconnected(_))
+    }
+}
+
+impl<T> From<SendError<T>> for TrySendError<T> {
+    fn from(e: SendError<T>) -> Self {
+        TrySendError::Disconnected(e.0)
+    }
+}
+
+impl<T> fmt::Debug for TrySendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => f.write_str("Full(..)"),
+            TrySendError::Disconnected(_) => f.write_str("Disconnected(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for TrySendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => {
+                f.write_str("sending on a full channel (the value is returned in the error)")
+            }
+            TrySendError::Disconnected(_) => f.write_str(
+                "sending on a channel whose receiver was dropped (the value is returned in the error)",
+            ),
+        }
+    }
+}
+
+impl<T> core::error::Error for TrySendError<T> {}
+
+/// A receive on a channel that is empty and whose senders are all gone
+/// (for a oneshot: the sender was dropped without sending).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct RecvError;
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("receiving on an empty channel whose senders were all dropped")
+    }
+}
+
+impl core::error::Error for RecvError {}
+
+/// Why a non-blocking receive returned no value.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum TryRecvError {
+    /// Nothing is queued now; senders remain.
+    Empty,
+    /// Nothing is queued and every sender was dropped: nothing will come.
+    Disconnected,
+}
+
+impl From<RecvError> for TryRecvError {
+    fn from(_: RecvError) -> Self {
+        TryRecvError::Disconnected
+    }
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => f.write_str("receiving on an empty channel"),
+            TryRecvError::Disconnected => {
+                f.write_str("receiving on an empty channel whose senders were all dropped")
+            }
+        }
+    }
+}
+
+impl core::error::Error for TryRecvError {}
+
+/// Why a receive with a timeout returned no value.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum RecvTimeoutError {
+    /// Nothing came before the deadline; senders remain.
+    Timeout,
+    /// Nothing is queued and every sender was dropped: nothing will come.
+    Disconnected,
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvTimeoutError::Timeout => f.write_str("timed out waiting on a channel"),
+            RecvTimeoutError::Disconnected => {
+                f.write_str("receiving on an empty channel whose senders were all dropped")
+            }
+        }
+    }
+}
+
+impl core::error::Error for RecvTimeoutError {}
+
+/// [`try_bounded`] was asked for a capacity of 0 (a bounded channel holds
+/// at least one message; rendezvous channels are not provided).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct CapacityError;
+
+impl fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a bounded channel needs a capacity of at least 1 (0 given)")
+    }
+}
+
+impl core::error::Error for CapacityError {}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,5 @@
+//! Layer 8, the runtime: the handle and builder users start ([`runtime`])
+//! and the dump report ([`dump`]).
+
+pub mod dump;
+pub(crate) mod runtime;

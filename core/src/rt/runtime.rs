@@ -1,0 +1,538 @@
+//! The runtime handle and its builder.
+//!
+//! # Shutdown
+//!
+//! Dropping a [`Runtime`] (or calling [`Runtime::shutdown`]):
+//! 1. sets the shutdown flag and wakes every worker;
+//! 2. workers keep running: each actor they resume from now on is cancelled
+//!    at its resume point — it unwinds (destructors run) with a `Cancelled`
+//!    payload that its joiner sees as [`JoinError::Cancelled`]; waits made
+//!    while it unwinds (in destructors) give up at once where the call can
+//!    report it (a disconnect, a timeout, `Cancelled`), and run off the
+//!    scheduler where it cannot (see `sched`'s "Unwinding": shutdown then
+//!    waits for them as for blocking calls);
+//! 3. pending timers fire at once (sleepers resume and are cancelled); when
+//!    every worker is idle with nothing runnable, the actors left parked
+//!    (on a mailbox, a channel, a join) are woken from the registry and
+//!    cancelled the same way; a worker exits when no actor is left (or
+//!    after a few such sweeps, when an actor keeps swallowing its
+//!    cancellation and parking again);
+//! 4. the dropping thread joins the workers and drops whatever is left; a
+//!    leftover actor's stack is unmapped without unwinding its frames (what
+//!    they own leaks; the stack does not).
+//!
+//! An actor that never reaches a resume point (a loop without `yield_now`)
+//! holds its worker and so delays shutdown until it does. Dropping the
+//! runtime from one of its own actors does not wait for the workers.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+
+use crate::msg::mailbox::{self, Addr, Mailbox};
+use crate::sched::counters::CounterSnapshot;
+use crate::sched::queue::{RingQueue, RunQueue};
+use crate::sched::{
+    run_monitor, worker_thread, LongHoldHook, RtCore, SchedConfig, Schedule, Shared, WorkerCtx,
+};
+use crate::seam::error::{
+    BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
+};
+use crate::seam::platform::Platform;
+use crate::spawn::join::JoinHandle;
+use crate::sync::Ordering;
+use core::time::Duration;
+
+/// Default usable stack per actor (untouched pages cost no memory).
+pub const DEFAULT_STACK_SIZE: usize = 128 * 1024;
+
+/// Default run-queue capacity before the ring spills to its overflow.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
+
+/// Default timeslice: how long an actor runs before its next safe point
+/// yields to others.
+pub const DEFAULT_TIMESLICE: Duration = Duration::from_micros(100);
+
+/// Configures and starts a [`Runtime`].
+pub struct Builder<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
+    workers: Option<usize>,
+    stack_size: usize,
+    queue_capacity: usize,
+    thread_name: String,
+    timeslice: Option<Duration>,
+    long_hold: Option<(Duration, Option<crate::sched::LongHoldHook>)>,
+    _p: PhantomData<fn() -> (P, Q)>,
+}
+
+impl<P: Platform, Q: RunQueue<P>> Default for Builder<P, Q> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
+    /// Defaults: one worker per CPU, [`DEFAULT_STACK_SIZE`], threads named
+    /// `smarm-worker-N`.
+    pub fn new() -> Self {
+        Builder {
+            workers: None,
+            stack_size: DEFAULT_STACK_SIZE,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            thread_name: String::from("smarm-worker"),
+            timeslice: Some(DEFAULT_TIMESLICE),
+            long_hold: None,
+            _p: PhantomData,
+        }
+    }
+
+    /// Number of worker threads (1 to [`MAX_WORKERS`](crate::MAX_WORKERS);
+    /// default: the CPU count, capped there).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Usable bytes of each actor's stack, rounded up to whole pages
+    /// (between [`MIN_STACK_SIZE`] and [`MAX_STACK_SIZE`]). Each stack also
+    /// has a guard page that turns an overflow into a fault.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Ring slots of the run queue before it spills (2 to
+    /// [`MAX_QUEUE_CAPACITY`](crate::MAX_QUEUE_CAPACITY); rounded up to a
+    /// power of two).
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.queue_capacity = n;
+        self
+    }
+
+    /// Prefix of the worker threads' names (`PREFIX-0`, `PREFIX-1`, ...;
+    /// no NUL bytes).
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
+        self.thread_name = prefix.into();
+        self
+    }
+
+    /// How long an actor runs before a safe point (a send, a receive, a
+    /// spawn, [`checkpoint`](crate::checkpoint)) makes it yield; `None`
+    /// turns timeslices off (an actor then yields only when it waits or
+    /// calls `yield_now`). Default [`DEFAULT_TIMESLICE`]. An actor woken by
+    /// the running one inherits the rest of its slice, so a ping-pong pair
+    /// shares one slice with everyone else's.
+    pub fn timeslice(mut self, slice: Option<Duration>) -> Self {
+        self.timeslice = slice;
+        self
+    }
+
+    /// Starts a monitor thread that reports any actor holding its worker
+    /// for longer than `bound` without reaching a safe point (a loop with
+    /// no send, receive or [`checkpoint`](crate::checkpoint), or a blocking
+    /// syscall outside [`blocking`](crate::blocking)): it counts each in
+    /// the `long_holds` counter and calls `hook` (if any) with the actor
+    /// and how long so far, then once more from the worker when the hold
+    /// ends. The hook runs on the monitor or worker thread: keep it short.
+    pub fn long_hold(mut self, bound: Duration, hook: Option<LongHoldHook>) -> Self {
+        self.long_hold = Some((bound, hook));
+        self
+    }
+
+    /// Checks the configuration and starts the workers.
+    pub fn build(self) -> Result<Runtime<P, Q>, BuildError> {
+        let workers = self.workers.unwrap_or_else(|| P::cpu_count().min(MAX_WORKERS));
+        if workers == 0 {
+            return Err(BuildError::ZeroWorkers);
+        }
+        if workers > MAX_WORKERS {
+            return Err(BuildError::TooManyWorkers {
+                requested: workers,
+                maximum: MAX_WORKERS,
+            });
+        }
+        if self.thread_name.contains('\0') {
+            return Err(BuildError::ThreadName);
+        }
+        if self.stack_size < MIN_STACK_SIZE {
+            return Err(BuildError::StackTooSmall {
+                requested: self.stack_size,
+                minimum: MIN_STACK_SIZE,
+            });
+        }
+        if self.stack_size > MAX_STACK_SIZE {
+            return Err(BuildError::StackTooLarge {
+                requested: self.stack_size,
+                maximum: MAX_STACK_SIZE,
+            });
+        }
+        if self.queue_capacity < 2 {
+            return Err(BuildError::QueueTooSmall {
+                requested: self.queue_capacity,
+            });
+        }
+        if self.queue_capacity > MAX_QUEUE_CAPACITY {
+            return Err(BuildError::QueueTooLarge {
+                requested: self.queue_capacity,
+                maximum: MAX_QUEUE_CAPACITY,
+            });
+        }
+        if self.timeslice == Some(Duration::ZERO) {
+            return Err(BuildError::ZeroTimeslice);
+        }
+        if matches!(self.long_hold, Some((d, _)) if d.is_zero()) {
+            return Err(BuildError::ZeroLongHold);
+        }
+        let page = P::page_size().max(16);
+        let stack_size = self.stack_size.div_ceil(page) * page;
+        let shared = Arc::new(Shared::<P, Q> {
+            core: RtCore::new(SchedConfig {
+                workers,
+                stack_size,
+                timeslice: self.timeslice,
+                hold: self.long_hold,
+            }),
+            queue: Q::with_capacity(self.queue_capacity),
+        });
+        let sched: NonNull<dyn Schedule> = NonNull::from(&*shared as &dyn Schedule);
+        // SAFETY: nothing else sees `shared` yet (no worker, no actor).
+        unsafe { *shared.core.sched.0.get() = Some(sched) };
+        let mut rt = Runtime {
+            shared,
+            threads: Vec::with_capacity(workers),
+            monitor: None,
+            stack_size,
+        };
+        for i in 0..workers {
+            let s = rt.shared.clone();
+            let name = format!("{}-{}", self.thread_name, i);
+            match P::spawn_thread(name, alloc::boxed::Box::new(move || worker_thread(&s, i, false))) {
+                Ok(t) => rt.threads.push(t),
+                // `rt` drops here: the started workers are shut down.
+                Err(e) => return Err(BuildError::Thread(e)),
+            }
+        }
+        if rt.shared.core.hold_ns != 0 {
+            let s = rt.shared.clone();
+            let name = format!("{}-monitor", self.thread_name);
+            match P::spawn_thread(name, alloc::boxed::Box::new(move || run_monitor(&s))) {
+                Ok(t) => rt.monitor = Some(t),
+                Err(e) => return Err(BuildError::Thread(e)),
+            }
+        }
+        Ok(rt)
+    }
+}
+
+/// Per-worker counters at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountersReport {
+    /// One entry per worker, by index.
+    pub workers: Vec<CounterSnapshot>,
+    /// What plain OS threads (outside the workers) counted.
+    pub outside: CounterSnapshot,
+}
+
+impl CountersReport {
+    /// The sum over workers and outside threads.
+    pub fn total(&self) -> CounterSnapshot {
+        let mut t = self.outside;
+        for w in &self.workers {
+            t += *w;
+        }
+        t
+    }
+}
+
+/// What [`Runtime::shutdown`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Actors still alive when the workers stopped (parked with nobody to
+    /// wake them); their stacks were unmapped without unwinding.
+    pub abandoned: usize,
+}
+
+/// A running set of worker threads and the actors on them.
+///
+/// Generic over the platform `P` (ports alias it so users never write it)
+/// and the run-queue variant `Q`.
+pub struct Runtime<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
+    shared: Arc<Shared<P, Q>>,
+    threads: Vec<P::Thread>,
+    monitor: Option<P::Thread>,
+    stack_size: usize,
+}
+
+impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
+    /// A builder with the defaults.
+    pub fn builder() -> Builder<P, Q> {
+        Builder::new()
+    }
+
+    /// A runtime with the defaults (one worker per CPU).
+    pub fn new() -> Result<Self, BuildError> {
+        Builder::new().build()
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.shared.core.workers.len()
+    }
+
+    /// Usable bytes per actor stack (after rounding to pages).
+    pub fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+
+    /// The run-queue variant's name.
+    pub fn queue_name(&self) -> &'static str {
+        Q::NAME
+    }
+
+    /// Spawns an actor from any thread. Inside an actor, the free
+    /// `spawn` runs the child first (work-first); this one queues it.
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn_with_id(None, |_| f)
+    }
+
+    /// [`spawn`](Self::spawn) with a name (shown in join errors, `Down`
+    /// notices and reports).
+    pub fn spawn_named<F, T>(&self, name: &str, f: F) -> JoinHandle<T, P>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn_with_id(Some(Arc::from(name)), |_| f) {
+            Ok(h) => h,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`spawn_actor`](Self::spawn_actor) with a name.
+    pub fn spawn_actor_named<M, F, T>(&self, name: &str, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn_actor_inner(Some(Arc::from(name)), f) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Spawns an actor with a mailbox from any thread: `f` receives the
+    /// mailbox; the caller gets its address and a join handle.
+    #[allow(clippy::type_complexity)]
+    pub fn try_spawn_actor<M, F, T>(&self, f: F) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn_actor_inner(None, f)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn spawn_actor_inner<M, F, T>(
+        &self,
+        name: Option<Arc<str>>,
+        f: F,
+    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let mut addr = None;
+        let h = self.spawn_with_id(name, |life| mailbox::bind(life, f, &mut addr))?;
+        Ok((addr.expect("the body builder ran"), h))
+    }
+
+    /// [`try_spawn_actor`](Self::try_spawn_actor), panicking with the
+    /// error's message if no stack can be mapped.
+    pub fn spawn_actor<M, F, T>(&self, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn_actor(f) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn spawn_with_id<F, T>(
+        &self,
+        name: Option<Arc<str>>,
+        build: impl FnOnce(&Arc<crate::actor::life::Life>) -> F,
+    ) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let core = &self.shared.core;
+        let stack = core.pool.get_one()?;
+        // Relaxed: ids only need uniqueness.
+        let id = core.next_id.fetch_add(1, Ordering::Relaxed);
+        let life = crate::actor::life::Life::new(id, name, stack.usable_range());
+        let body = build(&life);
+        let (actor, handle) = core.new_actor::<F, T>(id, life, stack, body);
+        let outside = core.workers.len();
+        core.registry[outside].add(outside as u32, &actor);
+        core.outside.shared_spawned(1);
+        core.outside.shared_enqueued(1);
+        self.shared.queue.push(actor);
+        if core.idle.notify_one() {
+            core.outside.shared_wakeups(1);
+        }
+        Ok(handle)
+    }
+
+    /// [`try_spawn`](Self::try_spawn), panicking with the error's message
+    /// if no stack can be mapped.
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T, P>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn(f) {
+            Ok(h) => h,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Runs `f` as an actor and waits for it from the calling thread.
+    /// A panic in `f` is re-raised here with the actor's message.
+    pub fn block_on<F, T>(&self, f: F) -> T
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn(f).join() {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Per-worker counters now.
+    pub fn counters(&self) -> CountersReport {
+        CountersReport {
+            workers: self
+                .shared
+                .core
+                .workers
+                .iter()
+                .map(|w| w.counters.snapshot())
+                .collect(),
+            outside: self.shared.core.outside.snapshot(),
+        }
+    }
+
+    /// A dump of every live actor (id, name, state, what it waits on,
+    /// mailbox depth, worker) and the per-worker counters; print it with
+    /// `{}`. Safe to call at any time from any thread (it locks each
+    /// registry shard briefly; the actors keep running).
+    pub fn dump(&self) -> crate::rt::dump::Dump {
+        let core = &self.shared.core;
+        // Relaxed: a snapshot for humans.
+        let running: Vec<u64> = core
+            .workers
+            .iter()
+            .map(|w| w.samples.running.load(Ordering::Relaxed))
+            .collect();
+        crate::rt::dump::Dump::collect(
+            P::NAME,
+            &core.registry,
+            self.counters().workers,
+            &running,
+            P::stack_touched,
+        )
+    }
+
+    /// Actors spawned and not yet exited.
+    pub fn live_actors(&self) -> usize {
+        self.shared.core.live.load(Ordering::SeqCst)
+    }
+
+    /// Stops the runtime (see the module doc) and reports what was left.
+    pub fn shutdown(mut self) -> ShutdownReport {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> ShutdownReport {
+        let core = &self.shared.core;
+        core.shutdown.store(true, Ordering::SeqCst);
+        core.idle.notify_all();
+        let c = P::current_worker().cast::<WorkerCtx<P>>();
+        // SAFETY: a non-null current-worker pointer is this thread's live
+        // worker context.
+        let on_own_worker = !c.is_null() && unsafe { ptr::eq((*c).core, core) };
+        if on_own_worker {
+            // Joining would wait for ourselves: the workers finish on their
+            // own and keep `shared` alive through their Arcs.
+            self.threads.clear();
+            core.monitor_word.store(1, Ordering::SeqCst);
+            P::wake_all(&core.monitor_word);
+            self.monitor = None;
+            return ShutdownReport { abandoned: 0 };
+        }
+        // The monitor first (it samples; it does not keep anything alive).
+        // SeqCst: pairs with the monitor's load.
+        core.monitor_word.store(1, Ordering::SeqCst);
+        P::wake_all(&core.monitor_word);
+        if let Some(t) = self.monitor.take() {
+            P::join_thread(t);
+        }
+        for t in self.threads.drain(..) {
+            P::join_thread(t);
+        }
+        // Threads started by blocking-call handoffs; a thread joined here
+        // may have started more before it stopped: repeat until none.
+        loop {
+            let extra = core::mem::take(&mut *core.extra_threads.lock());
+            if extra.is_empty() {
+                break;
+            }
+            for t in extra {
+                P::join_thread(t);
+            }
+        }
+        let abandoned = core.live.load(Ordering::SeqCst);
+        if abandoned > 0 {
+            // Actors left parked still point at this runtime (a late wake
+            // schedules through it): keep its shared state alive for good.
+            core::mem::forget(self.shared.clone());
+        }
+        // Forget the registry's entries before any leftover is dropped.
+        for s in core.registry.iter() {
+            s.clear();
+        }
+        // Leftovers (pushed by outside threads after the workers stopped):
+        // dropping them unmaps their stacks.
+        while self.shared.queue.pop().is_some() {}
+        for w in core.workers.iter() {
+            let p = w.run_next.take();
+            if !p.is_null() {
+                // SAFETY: slot values are `Arc::into_raw` pointers.
+                drop(unsafe { Arc::from_raw(p) });
+            }
+        }
+        ShutdownReport { abandoned }
+    }
+}
+
+impl<P: Platform, Q: RunQueue<P>> Drop for Runtime<P, Q> {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() || !self.shared.core.shutdown.load(Ordering::SeqCst) {
+            self.stop();
+        }
+    }
+}

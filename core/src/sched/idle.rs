@@ -1,0 +1,195 @@
+//! The idle protocol: how a worker with nothing to run goes to sleep, and
+//! how whoever publishes work wakes one, with no lost wake-up and no syscall
+//! when nobody sleeps.
+//!
+//! State: an idle list (worker indices, under a short lock), its length
+//! mirrored in the atomic `nsleep` for the notifier's lock-free fast path,
+//! and one futex word per worker (`0` = sleeping, `1` = woken).
+//!
+//! Sleeper `i` (a worker that found no work), [`Idle::sleep`]:
+//! 1. store `word[i] = 0`;
+//! 2. under the lock, push `i` on the list and store `nsleep` (SeqCst);
+//!    then a SeqCst fence;
+//! 3. re-check every source of work; if any has work: under the lock take
+//!    `i` off the list if it is still there, and return (if a notifier
+//!    already took it, first wait for that notifier's `word[i] = 1`, so the
+//!    store cannot land on a later sleep and leave `i` listed while awake);
+//! 4. futex-wait while `word[i] == 0` (or until the deadline, after which
+//!    `i` takes itself off the list as in 3).
+//!
+//! Notifier (after publishing work with at least Release), [`Idle::notify_one`]:
+//! 1. SeqCst fence; if `nsleep == 0`: return — no lock, no syscall;
+//! 2. under the lock, pop a sleeper `j` (the most recent: warmest caches);
+//! 3. store `word[j] = 1` (Release) and futex-wake `word[j]`.
+//!
+//! Why no wake is lost: sleeper steps 2–3 and the notifier's publish–step 1
+//! are a Dekker pair (each side writes, fences SeqCst, then reads the
+//! other's location), so either the re-check sees the work or the notifier
+//! sees `nsleep > 0`. A popped sleeper is woken through its own word, which
+//! it re-checks atomically with its futex-wait, so a wake that arrives
+//! before the wait is not lost either. Each wake consumes one list entry, so
+//! no throttle flag can get stuck (an earlier design with a shared
+//! "notified" flag could be left set by a notifier racing a sleeper's exit,
+//! muting every later wake).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+
+use crate::seam::platform::{Futex, RawLock};
+use crate::sync::lock::Mutex;
+use crate::sync::{fence, AtomicU32, Ordering};
+
+/// Idle-worker bookkeeping for one runtime of `n` workers.
+pub struct Idle<F: Futex, L: RawLock> {
+    nsleep: AtomicU32,
+    list: Mutex<L, Vec<usize>>,
+    words: Box<[AtomicU32]>,
+    _futex: PhantomData<fn() -> F>,
+}
+
+impl<F: Futex, L: RawLock> Idle<F, L> {
+    /// Nobody asleep, room for `workers` sleepers.
+    pub fn new(workers: usize) -> Self {
+        Idle {
+            nsleep: AtomicU32::new(0),
+            list: Mutex::new(Vec::with_capacity(workers)),
+            words: (0..workers).map(|_| AtomicU32::new(1)).collect(),
+            _futex: PhantomData,
+        }
+    }
+
+    /// Workers currently on the idle list.
+    pub fn sleepers(&self) -> u32 {
+        self.nsleep.load(Ordering::SeqCst)
+    }
+
+    /// Takes `i` off the list if it is still there. Returns `false` if a
+    /// notifier took it first: that notifier's wake is in flight.
+    fn withdraw(&self, i: usize) -> bool {
+        let mut list = self.list.lock();
+        match list.iter().position(|&j| j == i) {
+            Some(pos) => {
+                list.swap_remove(pos);
+                self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A notifier popped `i` and will store `word[i] = 1`: wait for that
+    /// store (it comes right after the notifier's unlock). Returning before
+    /// it would let it land after the next sleep's step 1, so that sleep
+    /// would return at once and leave `i` on the list while awake (a stale
+    /// entry: a later wake spent on an awake worker, and `sleepers()`
+    /// counting it twice; loom: `loom_idle::notify_worker_races_notify_one`).
+    fn await_wake(&self, i: usize) {
+        // Acquire: pairs with the Release store in `wake`.
+        while self.words[i].load(Ordering::Acquire) == 0 {
+            F::wait(&self.words[i], 0, None);
+        }
+    }
+
+    /// Worker `i` sleeps until woken (or until `deadline_ns`), unless
+    /// `has_work` finds work once the sleep is announced. Returns whether it
+    /// slept.
+    pub fn sleep(&self, i: usize, has_work: impl Fn() -> bool, deadline_ns: Option<u64>) -> bool {
+        // 1. Relaxed: only this worker and a notifier holding our list entry
+        // write the word; the list lock orders this store before any pop.
+        self.words[i].store(0, Ordering::Relaxed);
+        // 2.
+        {
+            let mut list = self.list.lock();
+            list.push(i);
+            self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        // 3.
+        if has_work() {
+            if !self.withdraw(i) {
+                self.await_wake(i);
+            }
+            return false;
+        }
+        // 4. Acquire: pairs with the Release store in `wake`, so work
+        // published before the wake is visible once we see it.
+        while self.words[i].load(Ordering::Acquire) == 0 {
+            F::wait(&self.words[i], 0, deadline_ns);
+            if deadline_ns.is_some() && self.words[i].load(Ordering::Acquire) == 0 {
+                // A deadline (or a spurious return): re-check by withdrawing.
+                if !self.withdraw(i) {
+                    self.await_wake(i);
+                }
+                break;
+            }
+        }
+        true
+    }
+
+    fn wake(&self, j: usize) {
+        // Release: pairs with the Acquire load in `sleep` step 4.
+        self.words[j].store(1, Ordering::Release);
+        F::wake_one(&self.words[j]);
+    }
+
+    /// Wakes one sleeping worker if any sleeps. Returns whether a wake was
+    /// issued (a syscall was made).
+    #[inline]
+    pub fn notify_one(&self) -> bool {
+        // 1: orders the caller's publish before the load of `nsleep`.
+        fence(Ordering::SeqCst);
+        if self.nsleep.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        self.notify_slow()
+    }
+
+    #[cold]
+    fn notify_slow(&self) -> bool {
+        let j = {
+            let mut list = self.list.lock();
+            let j = list.pop();
+            self.nsleep.store(list.len() as u32, Ordering::SeqCst);
+            j
+        };
+        match j {
+            Some(j) => {
+                self.wake(j);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wakes worker `i` if it is on the idle list (a timer armed earlier
+    /// than the deadline it sleeps until). Returns whether it was woken. If
+    /// `i` is not on the list yet, it re-checks its sources of work after
+    /// getting there (sleep step 3), which the caller published first.
+    pub fn notify_worker(&self, i: usize) -> bool {
+        fence(Ordering::SeqCst);
+        // The same removal a sleeper's own withdraw makes.
+        let found = self.withdraw(i);
+        if found {
+            self.wake(i);
+        }
+        found
+    }
+
+    /// Wakes every sleeper (shutdown).
+    pub fn notify_all(&self) {
+        fence(Ordering::SeqCst);
+        let all: Vec<usize> = {
+            let mut list = self.list.lock();
+            let all = list.drain(..).collect();
+            self.nsleep.store(0, Ordering::SeqCst);
+            all
+        };
+        for j in all {
+            self.wake(j);
+        }
+    }
+}
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;

@@ -1,0 +1,209 @@
+//! The run queue behind a trait, so one binary can hold several variants and
+//! a bench can compare them side by side (`Runtime<P, RingQueue<P>>` vs
+//! `Runtime<P, MutexQueue<P>>`).
+//!
+//! - [`RingQueue`] (the default): the bounded MPMC [`Ring`] plus an unbounded
+//!   overflow list under the platform lock. A full ring never drops or blocks
+//!   a wake: the push spills to the overflow. Pops take from the ring and, when
+//!   it is empty (or every 61st pop, so spilled actors cannot starve behind a
+//!   ring kept full), from the overflow.
+//! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
+//!   baseline that the ring must beat.
+//! - [`StripedQueue`]: `K` rings (one per CPU, up to 16) with a shared
+//!   overflow; each worker pushes to and pops from its own stripe and scans
+//!   the others before going idle (the churn-heavy many-core option; the
+//!   protocol is in [`striped`]).
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::marker::PhantomData;
+
+use crate::actor::Actor;
+use crate::lockfree::ring::Ring;
+use crate::seam::platform::{Platform, RawLock};
+use crate::sync::lock::Mutex;
+use crate::sync::{AtomicUsize, Ordering};
+
+pub mod striped;
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;
+
+pub use striped::{Striped, StripedQueue};
+
+/// What the scheduler queues: a runnable actor.
+pub type Runnable = Arc<Actor>;
+
+/// A multi-producer multi-consumer queue of runnable actors.
+///
+/// # Contract
+///
+/// Every pushed actor is popped exactly once (none lost, none duplicated);
+/// `push` never blocks on a consumer and never fails; a `push` that returns
+/// happens-before the `pop` that returns the same actor (Release/Acquire),
+/// so an actor's saved state written before the push is visible to the worker
+/// that pops it. `pop` may return `None` while a concurrent push is still
+/// in flight: the pusher notifies idle workers after its push returns.
+pub trait RunQueue<P: Platform>: Send + Sync + 'static {
+    /// The variant's name, for bench and report output.
+    const NAME: &'static str;
+    /// A queue sized for about `capacity` runnable actors before spilling.
+    fn with_capacity(capacity: usize) -> Self;
+    /// Appends a runnable actor.
+    fn push(&self, actor: Runnable);
+    /// Takes the oldest runnable actor, if any.
+    fn pop(&self) -> Option<Runnable>;
+    /// Approximate length (for counters and idle checks).
+    fn len(&self) -> usize;
+    /// `len() == 0`.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The default run queue: an MPMC ring with an overflow list.
+pub struct RingQueue<P: Platform> {
+    ring: Ring<Runnable>,
+    overflow: Overflow<Runnable, P::Lock>,
+    /// Pop count, to look at the overflow first every 61st pop.
+    pops: AtomicUsize,
+    _p: PhantomData<fn() -> P>,
+}
+
+fn relax<P: Platform>() -> impl FnMut() {
+    || P::yield_thread()
+}
+
+/// Where a full ring spills: an unbounded FIFO under the platform lock, with
+/// a length readable without the lock. Shared by [`RingQueue`] and
+/// [`Striped`]; both methods are `#[cold]` (a ring full enough to spill
+/// holds thousands of runnable actors).
+pub(crate) struct Overflow<T, L: RawLock> {
+    q: Mutex<L, VecDeque<T>>,
+    /// Length of `q`, readable without its lock.
+    len: AtomicUsize,
+}
+
+impl<T, L: RawLock> Overflow<T, L> {
+    pub(crate) fn new() -> Self {
+        Overflow {
+            q: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    #[cold]
+    pub(crate) fn push(&self, v: T) {
+        let mut o = self.q.lock();
+        o.push_back(v);
+        // Relaxed: written under the lock; readers use it only as a hint and
+        // take the lock before trusting it.
+        self.len.store(o.len(), Ordering::Relaxed);
+    }
+
+    #[cold]
+    pub(crate) fn pop(&self) -> Option<T> {
+        // Relaxed: a hint (see `push`); a push racing this check is found by
+        // the pusher's notify or the next pop.
+        if self.len.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut o = self.q.lock();
+        let v = o.pop_front();
+        // Relaxed: as in `push`.
+        self.len.store(o.len(), Ordering::Relaxed);
+        v
+    }
+
+    /// Approximate length (Relaxed: a hint, as in `push`).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+}
+
+impl<P: Platform> RunQueue<P> for RingQueue<P> {
+    const NAME: &'static str = "ring";
+
+    fn with_capacity(capacity: usize) -> Self {
+        RingQueue {
+            ring: Ring::with_capacity(capacity),
+            overflow: Overflow::new(),
+            pops: AtomicUsize::new(0),
+            _p: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn push(&self, actor: Runnable) {
+        if let Err(actor) = self.ring.push(actor, &mut relax::<P>()) {
+            self.overflow.push(actor);
+        }
+    }
+
+    #[inline]
+    fn pop(&self) -> Option<Runnable> {
+        // Relaxed load + store, not a fetch_add: this counter only paces the
+        // fairness check, so an increment lost to a racing pop merely shifts
+        // which pop looks at the overflow, and every pop is spared a locked
+        // RMW on a line all workers share.
+        let n = self.pops.load(Ordering::Relaxed);
+        self.pops.store(n.wrapping_add(1), Ordering::Relaxed);
+        if n % 61 == 60 {
+            if let Some(a) = self.overflow.pop() {
+                return Some(a);
+            }
+        }
+        match self.ring.pop(&mut relax::<P>()) {
+            Some(a) => Some(a),
+            None => self.overflow.pop(),
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        // Approximate by contract.
+        self.ring.len() + self.overflow.len()
+    }
+}
+
+/// The baseline run queue: a deque under the platform's lock.
+pub struct MutexQueue<P: Platform> {
+    q: Mutex<P::Lock, VecDeque<Runnable>>,
+    len: AtomicUsize,
+}
+
+impl<P: Platform> RunQueue<P> for MutexQueue<P> {
+    const NAME: &'static str = "mutex";
+
+    fn with_capacity(capacity: usize) -> Self {
+        MutexQueue {
+            q: Mutex::new(VecDeque::with_capacity(capacity)),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    fn push(&self, actor: Runnable) {
+        let mut q = self.q.lock();
+        q.push_back(actor);
+        // Relaxed: written under the lock; `len` is approximate by contract.
+        self.len.store(q.len(), Ordering::Relaxed);
+    }
+
+    fn pop(&self) -> Option<Runnable> {
+        // Relaxed: a hint to skip the lock when empty; the lock's Acquire
+        // orders the real read.
+        if self.len.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut q = self.q.lock();
+        let a = q.pop_front();
+        // Relaxed: as in `push`.
+        self.len.store(q.len(), Ordering::Relaxed);
+        a
+    }
+
+    fn len(&self) -> usize {
+        // Relaxed: approximate by contract.
+        self.len.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,227 @@
+//! The striped run queue: `K` MPMC rings (stripes) with one shared overflow,
+//! the churn-heavy many-core variant (`crate::sched::queue` compares the three).
+//!
+//! A single ring makes every worker's push and pop meet on the same two
+//! counters (`head`, `tail`): with many workers churning (a yield storm) those
+//! two cache lines bounce between every core. Striping splits them: worker
+//! `w` pushes to and pops from stripe `w % K`, so in steady state each stripe
+//! is touched by about `workers / K` workers.
+//!
+//! # The protocol
+//!
+//! 1. **Push** (`push_at(hint, v)`): push onto stripe `hint % K`. A full
+//!    stripe never drops or blocks a wake: the item spills to the shared,
+//!    locked overflow list (as [`RingQueue`](super::RingQueue) does). A push
+//!    never looks at other stripes: a stripe is full only when the queue
+//!    holds thousands of runnable actors, and then the overflow is cheap
+//!    next to the work queued.
+//! 2. **Pop** (`pop_at(hint)`): take from the own stripe `hint % K` first,
+//!    then scan the other stripes in order (`hint + 1`, `hint + 2`, ...),
+//!    skipping a stripe whose counters say it is empty, then the overflow.
+//!    The scan is what makes striping safe for the scheduler: a runnable
+//!    actor on any stripe is found by any worker that would otherwise go
+//!    idle.
+//! 3. **Fairness.** A worker whose own stripe never runs dry would never
+//!    look elsewhere, and a stripe that no worker owns (`K > workers`, or a
+//!    stripe filled by plain threads) would starve. So every 61st pop of a
+//!    stripe (counted per stripe, like `RingQueue`'s pacer) first takes from
+//!    the overflow, then scans starting at a rotating stripe
+//!    (`hint + 1 + n / 61`), which visits every stripe first once per `K`
+//!    such rounds: an item on any stripe waits at most `61 * K` pops of any
+//!    one busy stripe.
+//!
+//! Order is FIFO per stripe only; across stripes it is not. The scheduler
+//! needs no global order, only that every pushed actor is popped exactly
+//! once, which each ring and the overflow give, and that a pop finds an item
+//! that is there, which the scan gives (up to the approximate `is_empty`
+//! skip: an item whose push is still in flight may be missed, as the
+//! [`RunQueue`](super::RunQueue) contract allows; the pusher notifies idle
+//! workers after its push returns).
+//!
+//! The stripe a worker uses is its index (`current_worker`); a plain OS
+//! thread (no worker) takes stripes round robin. [`Striped`] is the
+//! algorithm with explicit hints, generic over the item and the lock so the
+//! unit tests and the loom model (`core/tests/loom_striped.rs`) drive it
+//! directly; [`StripedQueue`] is the scheduler's run queue built on it.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+
+use super::{relax, Overflow, RunQueue, Runnable};
+use crate::lockfree::ring::Ring;
+use crate::seam::platform::{Platform, RawLock};
+use crate::sync::{AtomicUsize, Ordering};
+
+/// Pops of one stripe between two fairness rounds (see the module docs).
+const FAIRNESS: usize = 61;
+
+/// Most stripes a [`StripedQueue`] makes (one per CPU up to this).
+pub const MAX_STRIPES: usize = 16;
+
+/// Keeps each stripe's pop counter and ring header off its neighbours'
+/// cache lines (128: x86 adjacent-line prefetch pairs; Apple's line size).
+#[repr(align(128))]
+struct Stripe<T> {
+    ring: Ring<T>,
+    /// Pops that started at this stripe: paces the fairness round.
+    pops: AtomicUsize,
+}
+
+/// `K` rings and a shared overflow, with explicit stripe hints (see the
+/// [module docs](self)). `K` is a power of two.
+pub struct Striped<T, L: RawLock> {
+    stripes: Box<[Stripe<T>]>,
+    /// `K - 1`.
+    mask: usize,
+    overflow: Overflow<T, L>,
+}
+
+impl<T, L: RawLock> Striped<T, L> {
+    /// `stripes` stripes (rounded up to a power of two, at least 1) sharing
+    /// about `capacity` ring slots (each stripe gets `capacity / stripes`,
+    /// at least 2) before items spill to the overflow.
+    pub fn new(capacity: usize, stripes: usize) -> Self {
+        let k = stripes.max(1).next_power_of_two();
+        let each = (capacity / k).max(2);
+        let stripes: Vec<Stripe<T>> = (0..k)
+            .map(|_| Stripe {
+                ring: Ring::with_capacity(each),
+                pops: AtomicUsize::new(0),
+            })
+            .collect();
+        Striped {
+            stripes: stripes.into_boxed_slice(),
+            mask: k - 1,
+            overflow: Overflow::new(),
+        }
+    }
+
+    /// Number of stripes (`K`).
+    pub fn stripes(&self) -> usize {
+        self.stripes.len()
+    }
+
+    /// Protocol step 1: pushes `v` onto stripe `hint % K`, spilling to the
+    /// overflow when that stripe is full. `relax` yields the OS thread (see
+    /// [`Ring::push`]).
+    #[inline]
+    pub fn push_at(&self, hint: usize, v: T, relax: &mut dyn FnMut()) {
+        if let Err(v) = self.stripes[hint & self.mask].ring.push(v, relax) {
+            self.overflow.push(v);
+        }
+    }
+
+    /// Protocol steps 2 and 3: the own stripe `hint % K`, then the others,
+    /// then the overflow; every 61st pop of the own stripe starts with the
+    /// overflow and a rotating stripe instead.
+    #[inline]
+    pub fn pop_at(&self, hint: usize, relax: &mut dyn FnMut()) -> Option<T> {
+        let own = hint & self.mask;
+        let pops = &self.stripes[own].pops;
+        // Relaxed load + store, not a fetch_add: the counter only paces the
+        // fairness round (an increment lost to a racing pop shifts which pop
+        // does it), and the stripe's owner is spared a locked RMW.
+        let n = pops.load(Ordering::Relaxed);
+        pops.store(n.wrapping_add(1), Ordering::Relaxed);
+        let start = if n % FAIRNESS == FAIRNESS - 1 {
+            if let Some(v) = self.overflow.pop() {
+                return Some(v);
+            }
+            own.wrapping_add(1).wrapping_add(n / FAIRNESS)
+        } else {
+            own
+        };
+        for i in 0..self.stripes.len() {
+            let s = start.wrapping_add(i) & self.mask;
+            let ring = &self.stripes[s].ring;
+            // The own stripe is always asked (its pop waits out a producer
+            // caught mid-publish); another stripe only when its counters
+            // say it holds something, so an idle scan costs loads, not the
+            // empty check's fence, per stripe.
+            if s != own && ring.is_empty() {
+                continue;
+            }
+            if let Some(v) = ring.pop(relax) {
+                return Some(v);
+            }
+        }
+        self.overflow.pop()
+    }
+
+    /// Approximate number of items (sum of the stripes and the overflow).
+    pub fn len(&self) -> usize {
+        // Approximate by contract (see `RunQueue::len`).
+        self.stripes.iter().map(|s| s.ring.len()).sum::<usize>() + self.overflow.len()
+    }
+
+    /// `len() == 0` (approximate, as `len` is).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The striped run queue: [`Striped`] with the calling worker's index as the
+/// stripe hint (plain threads go round robin), one stripe per CPU up to
+/// [`MAX_STRIPES`].
+pub struct StripedQueue<P: Platform> {
+    inner: Striped<Runnable, P::Lock>,
+    /// Round-robin stripe for pushes and pops from plain OS threads.
+    rr: AtomicUsize,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<P: Platform> StripedQueue<P> {
+    /// A queue with exactly `stripes` stripes (rounded up to a power of
+    /// two) sharing about `capacity` ring slots.
+    pub fn with_stripes(capacity: usize, stripes: usize) -> Self {
+        StripedQueue {
+            inner: Striped::new(capacity, stripes),
+            rr: AtomicUsize::new(0),
+            _p: PhantomData,
+        }
+    }
+
+    /// Number of stripes.
+    pub fn stripes(&self) -> usize {
+        self.inner.stripes()
+    }
+
+    /// The calling worker's stripe; round robin for a plain thread.
+    #[inline]
+    fn hint(&self) -> usize {
+        match crate::sched::current_worker::<P>() {
+            Some(w) => w,
+            None => {
+                // Relaxed load + store: a spreading hint only; a lost
+                // increment puts two pushes on one stripe.
+                let n = self.rr.load(Ordering::Relaxed);
+                self.rr.store(n.wrapping_add(1), Ordering::Relaxed);
+                n
+            }
+        }
+    }
+}
+
+impl<P: Platform> RunQueue<P> for StripedQueue<P> {
+    const NAME: &'static str = "striped";
+
+    fn with_capacity(capacity: usize) -> Self {
+        Self::with_stripes(capacity, P::cpu_count().clamp(1, MAX_STRIPES))
+    }
+
+    #[inline]
+    fn push(&self, actor: Runnable) {
+        self.inner.push_at(self.hint(), actor, &mut relax::<P>())
+    }
+
+    #[inline]
+    fn pop(&self) -> Option<Runnable> {
+        self.inner.pop_at(self.hint(), &mut relax::<P>())
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+}

@@ -1,0 +1,138 @@
+//! Unit tests of the striped queue's algorithm ([`Striped`] with explicit
+//! stripe hints): asm-free and small under Miri.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+use std::vec::Vec;
+
+use super::Striped;
+use crate::seam::platform::Futex;
+use crate::sync::lock::FutexLock;
+
+/// A futex that never sleeps: `wait` returns at once (a spurious return,
+/// which the contract allows; callers loop), so the lock spins with yields.
+struct YieldFutex;
+
+// SAFETY: `wait` never sleeps, so no wake can be lost between its check and
+// a sleep; the lock built on it gets its ordering from its own atomics.
+unsafe impl Futex for YieldFutex {
+    fn wait(_word: &AtomicU32, _expected: u32, _deadline_ns: Option<u64>) {
+        std::thread::yield_now();
+    }
+    fn wake_one(_word: &AtomicU32) {}
+    fn wake_all(_word: &AtomicU32) {}
+}
+
+type Q = Striped<u32, FutexLock<YieldFutex>>;
+
+fn relax() {
+    std::thread::yield_now();
+}
+
+/// Asserts that `seen` holds `0..n` exactly once each.
+fn assert_conserved(mut seen: Vec<u32>, n: u32) {
+    seen.sort_unstable();
+    assert_eq!(seen, (0..n).collect::<Vec<_>>(), "an item lost or duplicated");
+}
+
+#[test]
+fn stripes_round_up_to_a_power_of_two() {
+    assert_eq!(Q::new(64, 0).stripes(), 1);
+    assert_eq!(Q::new(64, 3).stripes(), 4);
+    assert_eq!(Q::new(64, 16).stripes(), 16);
+}
+
+#[test]
+fn fifo_within_a_stripe() {
+    let q = Q::new(64, 4);
+    for v in 0..10 {
+        q.push_at(2, v, &mut relax);
+    }
+    assert_eq!(q.len(), 10);
+    let got: Vec<u32> = (0..10).map(|_| q.pop_at(2, &mut relax).unwrap()).collect();
+    assert_eq!(got, (0..10).collect::<Vec<_>>());
+    assert!(q.pop_at(2, &mut relax).is_none());
+    assert!(q.is_empty());
+}
+
+#[test]
+fn pop_scans_other_stripes() {
+    let q = Q::new(64, 4);
+    q.push_at(3, 7, &mut relax);
+    // A worker on stripe 0 finds the item on stripe 3.
+    assert_eq!(q.pop_at(0, &mut relax), Some(7));
+    assert!(q.pop_at(0, &mut relax).is_none());
+}
+
+#[test]
+fn full_stripe_spills_and_nothing_is_lost() {
+    // 2 stripes of 2 slots: pushes past the second spill to the overflow.
+    let q = Q::new(4, 2);
+    for v in 0..20 {
+        q.push_at(0, v, &mut relax);
+    }
+    assert_eq!(q.len(), 20);
+    let seen: Vec<u32> = core::iter::from_fn(|| q.pop_at(1, &mut relax)).collect();
+    assert_conserved(seen, 20);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn a_busy_stripe_cannot_starve_another() {
+    let q = Q::new(64, 4);
+    q.push_at(0, 0, &mut relax);
+    q.push_at(3, 99, &mut relax);
+    // Stripe 0 never runs dry: every popped item goes straight back.
+    for pops in 1..=61 * 4 {
+        let v = q.pop_at(0, &mut relax).unwrap();
+        if v == 99 {
+            assert!(pops <= 61 * 4, "found after {pops} pops");
+            return;
+        }
+        q.push_at(0, v, &mut relax);
+    }
+    panic!("the item on stripe 3 starved behind a busy stripe 0");
+}
+
+#[test]
+fn spilled_items_are_not_starved() {
+    let q = Q::new(4, 2);
+    for v in 0..3 {
+        q.push_at(0, v, &mut relax);
+    }
+    // Item 2 spilled; items 0 and 1 cycle through stripe 0 forever.
+    for _ in 0..61 {
+        let v = q.pop_at(0, &mut relax).unwrap();
+        if v == 2 {
+            return;
+        }
+        q.push_at(0, v, &mut relax);
+    }
+    panic!("a spilled item starved");
+}
+
+#[test]
+fn threads_conserve_items() {
+    const THREADS: u32 = 4;
+    let per: u32 = if cfg!(miri) { 50 } else { 20_000 };
+    // Small stripes so the run also spills and scans.
+    let q = Arc::new(Q::new(16, 4));
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                for i in 0..per {
+                    q.push_at(t as usize, t * per + i, &mut relax);
+                    if let Some(v) = q.pop_at(t as usize, &mut relax) {
+                        seen.push(v);
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut seen: Vec<u32> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    seen.extend(core::iter::from_fn(|| q.pop_at(0, &mut relax)));
+    assert_conserved(seen, THREADS * per);
+}

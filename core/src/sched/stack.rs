@@ -1,0 +1,115 @@
+//! The stack pool: guarded stacks are expensive (two mmap entries and a
+//! syscall each way, and `vm.max_map_count` bounds how many exist at once),
+//! so finished actors' stacks are reused.
+//!
+//! Two levels:
+//! 1. a per-worker cache (a `Vec` only its worker touches: no lock) of up to
+//!    [`LOCAL_CAP`] stacks — the fast path of a spawn right after an exit;
+//! 2. a shared list under the platform lock of up to `shared_cap` stacks,
+//!    which a worker refills from / spills half its cache to.
+//!
+//! A stack beyond both caps is unmapped. Every stack in the pool has the
+//! runtime's one stack size.
+
+use alloc::vec::Vec;
+
+use crate::seam::platform::{Platform, RawStack, StackError};
+use crate::sync::lock::Mutex;
+
+/// Stacks a worker keeps for itself.
+pub const LOCAL_CAP: usize = 64;
+
+/// The shared level of the pool.
+pub struct StackPool<P: Platform> {
+    shared: Mutex<P::Lock, Vec<RawStack>>,
+    shared_cap: usize,
+    usable: usize,
+}
+
+impl<P: Platform> StackPool<P> {
+    /// A pool of stacks with `usable` bytes each, keeping up to `shared_cap`
+    /// spare stacks in the shared level.
+    pub fn new(usable: usize, shared_cap: usize) -> Self {
+        StackPool {
+            shared: Mutex::new(Vec::new()),
+            shared_cap,
+            usable,
+        }
+    }
+
+    /// Takes one stack for a thread with no cache of its own (an outside
+    /// thread's `Runtime::spawn`): the shared level, then a new mapping.
+    pub fn get_one(&self) -> Result<RawStack, StackError> {
+        if let Some(s) = self.shared.lock().pop() {
+            return Ok(s);
+        }
+        P::stack_alloc(self.usable)
+    }
+
+    /// Takes a stack: the worker's cache, then the shared level, then a new
+    /// mapping.
+    pub fn get(&self, local: &mut Vec<RawStack>) -> Result<RawStack, StackError> {
+        if let Some(s) = local.pop() {
+            return Ok(s);
+        }
+        {
+            let mut shared = self.shared.lock();
+            if !shared.is_empty() {
+                // Refill half the local cache in one lock hold.
+                let take = shared.len().min(LOCAL_CAP / 2);
+                let at = shared.len() - take;
+                local.extend(shared.drain(at..));
+            }
+        }
+        match local.pop() {
+            Some(s) => Ok(s),
+            None => P::stack_alloc(self.usable),
+        }
+    }
+
+    /// Returns a stack no context runs on any more.
+    pub fn put(&self, local: &mut Vec<RawStack>, stack: RawStack) {
+        if local.len() < LOCAL_CAP {
+            local.push(stack);
+            return;
+        }
+        local.push(stack);
+        let spill_from = local.len() / 2;
+        let mut extra = Vec::new();
+        {
+            let mut shared = self.shared.lock();
+            for s in local.drain(spill_from..) {
+                if shared.len() < self.shared_cap {
+                    shared.push(s);
+                } else {
+                    extra.push(s);
+                }
+            }
+        }
+        for s in extra {
+            // SAFETY: the stack came from `P::stack_alloc` and no context
+            // runs on it (the caller's contract).
+            unsafe { P::stack_free(s) };
+        }
+    }
+
+    /// Unmaps every stack in `local` (a worker's cache, at shutdown).
+    pub fn free_local(&self, local: &mut Vec<RawStack>) {
+        for s in local.drain(..) {
+            // SAFETY: pooled stacks are idle by construction.
+            unsafe { P::stack_free(s) };
+        }
+    }
+}
+
+impl<P: Platform> Drop for StackPool<P> {
+    fn drop(&mut self) {
+        for s in self.shared.lock().drain(..) {
+            // SAFETY: pooled stacks are idle by construction.
+            unsafe { P::stack_free(s) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

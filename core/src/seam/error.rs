@@ -1,0 +1,173 @@
+//! Errors the runtime returns for bad input or exhausted resources.
+
+use core::fmt;
+
+use crate::seam::platform::{StackError, ThreadError};
+
+/// The smallest stack [`Builder::stack_size`](crate::Builder::stack_size)
+/// accepts: enough for the runtime's own frames, a panic and its message.
+/// Deep recursion, large locals or `RUST_BACKTRACE` need more.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+
+/// The largest stack the builder accepts (1 GiB).
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+
+/// The most worker threads a runtime takes (the default, one per CPU, is
+/// capped here too). Each worker is an OS thread with its own stacks and
+/// memory maps; far past the CPU count they only cost (std aborts the
+/// process when a thread's set-up fails, at about 10,000 threads here).
+pub const MAX_WORKERS: usize = 1024;
+
+/// The largest run-queue ring the builder accepts, in slots (a full ring
+/// spills to an unbounded overflow, so a bigger one buys nothing).
+pub const MAX_QUEUE_CAPACITY: usize = 1 << 24;
+
+/// Why a runtime could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    /// `workers(0)`: a runtime needs at least one worker thread.
+    ZeroWorkers,
+    /// The requested stack is below [`MIN_STACK_SIZE`].
+    StackTooSmall {
+        /// What was asked for.
+        requested: usize,
+        /// The minimum.
+        minimum: usize,
+    },
+    /// The requested stack is above [`MAX_STACK_SIZE`].
+    StackTooLarge {
+        /// What was asked for.
+        requested: usize,
+        /// The maximum.
+        maximum: usize,
+    },
+    /// The run-queue capacity was below 2.
+    QueueTooSmall {
+        /// What was asked for.
+        requested: usize,
+    },
+    /// The run-queue capacity was above [`MAX_QUEUE_CAPACITY`].
+    QueueTooLarge {
+        /// What was asked for.
+        requested: usize,
+        /// The maximum.
+        maximum: usize,
+    },
+    /// More workers than [`MAX_WORKERS`].
+    TooManyWorkers {
+        /// What was asked for.
+        requested: usize,
+        /// The maximum.
+        maximum: usize,
+    },
+    /// The thread-name prefix contains a NUL byte (OS thread names cannot).
+    ThreadName,
+    /// `timeslice(Some(Duration::ZERO))`: use `None` to turn timeslices off.
+    ZeroTimeslice,
+    /// `long_hold` with a zero bound: every resume would be a long hold.
+    ZeroLongHold,
+    /// A worker thread could not be started.
+    Thread(ThreadError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroWorkers => f.write_str("a runtime needs at least one worker (workers(0) given)"),
+            BuildError::StackTooSmall { requested, minimum } => {
+                write!(
+                    f,
+                    "stack size {requested} bytes is below the minimum of {minimum} bytes"
+                )
+            }
+            BuildError::StackTooLarge { requested, maximum } => {
+                write!(
+                    f,
+                    "stack size {requested} bytes is above the maximum of {maximum} bytes"
+                )
+            }
+            BuildError::QueueTooSmall { requested } => {
+                write!(f, "run-queue capacity {requested} is below the minimum of 2")
+            }
+            BuildError::QueueTooLarge { requested, maximum } => {
+                write!(
+                    f,
+                    "run-queue capacity {requested} is above the maximum of {maximum}"
+                )
+            }
+            BuildError::TooManyWorkers { requested, maximum } => {
+                write!(
+                    f,
+                    "{requested} workers requested; a runtime takes at most {maximum}"
+                )
+            }
+            BuildError::ThreadName => f.write_str("the thread-name prefix contains a NUL byte"),
+            BuildError::ZeroTimeslice => f.write_str(
+                "a zero timeslice would yield at every safe point; use timeslice(None) to turn them off",
+            ),
+            BuildError::ZeroLongHold => f.write_str("the long-hold bound must be above zero"),
+            BuildError::Thread(e) => write!(f, "starting a worker thread failed: {}", e.message),
+        }
+    }
+}
+
+impl core::error::Error for BuildError {}
+
+/// Why an actor could not be spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnError {
+    /// No stack could be mapped (see [`StackError`] for the usual cause,
+    /// `vm.max_map_count`, and how to raise it).
+    Stack(StackError),
+    /// The free function `spawn` was called outside any actor; use
+    /// `Runtime::spawn` from plain threads.
+    NoRuntime,
+}
+
+impl From<StackError> for SpawnError {
+    fn from(e: StackError) -> Self {
+        SpawnError::Stack(e)
+    }
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::Stack(e) => write!(f, "cannot spawn an actor: {e}"),
+            SpawnError::NoRuntime => f.write_str(
+                "spawn called outside an actor: use Runtime::spawn (or block_on) from plain threads",
+            ),
+        }
+    }
+}
+
+impl core::error::Error for SpawnError {}
+
+/// A send whose receiver is gone — the actor exited (its mailbox closed) or
+/// the channel's receiver was dropped. The value comes back, never lost.
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub struct SendError<T>(pub T);
+
+impl<T> SendError<T> {
+    /// The value that was not sent.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "send failed: the receiver is gone (the actor exited, or the channel's receiver was \
+             dropped); the value is returned in the error",
+        )
+    }
+}
+
+impl<T> core::error::Error for SendError<T> {}

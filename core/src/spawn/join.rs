@@ -1,0 +1,580 @@
+//! Join handles: where an actor's result (or its panic) waits for whoever
+//! joins it — another actor (which parks) or a plain OS thread (which
+//! blocks on the platform's futex).
+//!
+//! The slot's state word is a one-shot handshake:
+//!
+//! | value         | meaning                                         |
+//! |---------------|-------------------------------------------------|
+//! | `EMPTY`       | no result, nobody waiting                       |
+//! | `WAIT_ACTOR`  | no result; `waiter` holds a parked-or-parking actor |
+//! | `WAIT_THREAD` | no result; an OS thread sleeps on this word     |
+//! | `DONE`        | `result` is written                             |
+//!
+//! 1. The joiner, finding no result, writes `waiter` (actors) and CASes
+//!    `EMPTY → WAIT_*` (Release). If the CAS finds `DONE`, it takes the result.
+//! 2. The finishing actor writes `result` and swaps in `DONE` (AcqRel). The
+//!    old value says whom to wake: the `waiter` actor, or futex sleepers.
+//!
+//! Each side publishes before it reads the other's: no wake is lost.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crate::actor::life::{ActorRef, ExitReason, Killed, Life};
+use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
+use crate::rt::dump::WAIT_JOIN;
+use crate::sched::timer::PokeWith;
+use crate::seam::platform::{PanicPayload, Platform};
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use core::time::Duration;
+
+const EMPTY: u32 = 0;
+const WAIT_ACTOR: u32 = 1;
+const WAIT_THREAD: u32 = 2;
+const DONE: u32 = 3;
+
+/// Why [`JoinHandle::join`] has no value to give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinError {
+    /// The actor panicked; the panic's message (or a placeholder when the
+    /// payload was not a string).
+    Panicked {
+        /// The actor's id.
+        id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
+        /// The panic message.
+        message: String,
+    },
+    /// The runtime shut down before the actor finished (or, when returned to
+    /// a joiner that is itself being cancelled, before the join completed).
+    Cancelled {
+        /// The actor's id.
+        id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
+    },
+    /// The actor was killed (`ActorRef::kill`, or a linked actor's
+    /// abnormal exit).
+    Killed {
+        /// The actor's id.
+        id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
+    },
+    /// The actor overflowed its stack and had opted in to recovery
+    /// ([`recover_overflow`](crate::sched::overflow::recover_overflow)).
+    StackOverflow {
+        /// The actor's id.
+        id: u64,
+        /// The actor's name, if it was spawned with one.
+        name: Option<Arc<str>>,
+        /// The stack's usable bytes.
+        stack_size: usize,
+    },
+}
+
+impl JoinError {
+    /// The joined actor's id.
+    pub fn id(&self) -> u64 {
+        match self {
+            JoinError::Panicked { id, .. }
+            | JoinError::Cancelled { id, .. }
+            | JoinError::Killed { id, .. }
+            | JoinError::StackOverflow { id, .. } => *id,
+        }
+    }
+
+    /// The joined actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            JoinError::Panicked { name, .. }
+            | JoinError::Cancelled { name, .. }
+            | JoinError::Killed { name, .. }
+            | JoinError::StackOverflow { name, .. } => name.as_deref(),
+        }
+    }
+
+    /// The panic message, if the actor panicked.
+    pub fn panic_message(&self) -> Option<&str> {
+        match self {
+            JoinError::Panicked { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// Whether the actor was cancelled by a shutdown.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, JoinError::Cancelled { .. })
+    }
+
+    /// Whether the actor was killed.
+    pub fn is_killed(&self) -> bool {
+        matches!(self, JoinError::Killed { .. })
+    }
+
+    /// The exit reason this error reports.
+    pub fn reason(&self) -> ExitReason {
+        match self {
+            JoinError::Panicked { message, .. } => ExitReason::Panicked(message.clone()),
+            JoinError::Cancelled { .. } => ExitReason::Cancelled,
+            JoinError::Killed { .. } => ExitReason::Killed,
+            JoinError::StackOverflow { stack_size, .. } => ExitReason::StackOverflow {
+                stack_size: *stack_size,
+            },
+        }
+    }
+
+    pub(crate) fn cancelled(id: u64, name: &Option<Arc<str>>) -> Self {
+        JoinError::Cancelled {
+            id,
+            name: name.clone(),
+        }
+    }
+
+    pub(crate) fn from_payload(id: u64, name: &Option<Arc<str>>, payload: PanicPayload) -> Self {
+        let name = name.clone();
+        if payload.is::<Cancelled>() {
+            return JoinError::Cancelled { id, name };
+        }
+        if payload.is::<Killed>() {
+            return JoinError::Killed { id, name };
+        }
+        let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
+            String::from(*s)
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            String::from("Box<dyn Any> (a non-string panic payload)")
+        };
+        JoinError::Panicked { id, name, message }
+    }
+}
+
+/// `actor 7` or `actor 7 "name"`.
+struct Who<'a>(u64, Option<&'a str>);
+
+impl fmt::Display for Who<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(n) => write!(f, "actor {} {:?}", self.0, n),
+            None => write!(f, "actor {}", self.0),
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let who = Who(self.id(), self.name());
+        match self {
+            JoinError::Panicked { message, .. } => write!(f, "{who} panicked: {message}"),
+            JoinError::Cancelled { .. } => write!(f, "{who} was cancelled by runtime shutdown"),
+            JoinError::Killed { .. } => write!(f, "{who} was killed"),
+            JoinError::StackOverflow { stack_size, .. } => {
+                write!(f, "{who} overflowed its stack ({} KiB usable)", stack_size / 1024)
+            }
+        }
+    }
+}
+
+impl core::error::Error for JoinError {}
+
+/// Where one actor's outcome waits for its joiner.
+pub(crate) struct JoinSlot<T> {
+    state: AtomicU32,
+    waiter: UnsafeCell<Option<Arc<Actor>>>,
+    result: UnsafeCell<Option<Result<T, JoinError>>>,
+}
+
+// SAFETY: `waiter` and `result` are handed from one side to the other
+// through the state word's Release/Acquire handshake (module doc); each is
+// written by one side and read by the other only after the handoff.
+unsafe impl<T: Send> Send for JoinSlot<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for JoinSlot<T> {}
+
+impl<T> JoinSlot<T> {
+    pub(crate) fn new() -> Self {
+        JoinSlot {
+            state: AtomicU32::new(EMPTY),
+            waiter: UnsafeCell::new(None),
+            result: UnsafeCell::new(None),
+        }
+    }
+
+    /// Step 2: stores the outcome; returns a parked joiner to wake.
+    pub(crate) fn complete<F: crate::seam::platform::Futex>(
+        &self,
+        r: Result<T, JoinError>,
+    ) -> Option<Arc<Actor>> {
+        // SAFETY: only the finishing side writes `result`, once, before DONE.
+        self.result.with_mut(|p| unsafe { *p = Some(r) });
+        // AcqRel: Release publishes `result` to the joiner's Acquire load of
+        // DONE; Acquire makes the joiner's `waiter` write visible.
+        match self.state.swap(DONE, Ordering::AcqRel) {
+            // SAFETY: the joiner wrote `waiter` before its Release CAS into
+            // WAIT_ACTOR, which our Acquire swap observed; it no longer
+            // touches it.
+            WAIT_ACTOR => self.waiter.with_mut(|p| unsafe { (*p).take() }),
+            WAIT_THREAD => {
+                F::wake_all(&self.state);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// A join timer's poke: takes the actor registration (if the result
+    /// has not taken it) and wakes the joiner.
+    fn poke(self: &Arc<Self>) {
+        // AcqRel: Acquire sees the joiner's `waiter` write (before its
+        // Release CAS into WAIT_ACTOR); one of this CAS and `complete`'s
+        // swap takes the registration.
+        if self
+            .state
+            .compare_exchange(WAIT_ACTOR, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: our CAS took the registration; the joiner writes
+            // `waiter` again only once this poke has returned.
+            if let Some(a) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
+                if let Some(a) = a.wake() {
+                    crate::sched::schedule(a);
+                }
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        // Acquire: pairs with the AcqRel swap in `complete`.
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
+    fn take(&self, id: u64, name: &Option<Arc<str>>) -> Result<T, JoinError> {
+        debug_assert!(self.is_done());
+        // SAFETY: DONE was observed with Acquire, so `result` is written and
+        // the finishing side is done with it; the handle is the only taker.
+        self.result
+            .with_mut(|p| unsafe { (*p).take() })
+            .unwrap_or_else(|| Err(JoinError::cancelled(id, name)))
+    }
+}
+
+/// Completes a slot with `Cancelled` if the actor's body never ran to the
+/// end (it was dropped unrun at shutdown), so no joiner waits forever.
+pub(crate) struct Completer<T, P: Platform> {
+    pub(crate) slot: Option<Arc<JoinSlot<T>>>,
+    pub(crate) id: u64,
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) _p: PhantomData<fn() -> P>,
+}
+
+impl<T, P: Platform> Completer<T, P> {
+    pub(crate) fn complete(mut self, r: Result<T, JoinError>) -> Option<Arc<Actor>> {
+        let slot = self.slot.take()?;
+        slot.complete::<P>(r)
+    }
+}
+
+impl<T, P: Platform> Drop for Completer<T, P> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            // Nobody can schedule an actor joiner from here (we are being
+            // torn down, possibly outside any worker): dropping its Arc is
+            // all we can do; a thread joiner is woken by `complete`.
+            drop(slot.complete::<P>(Err(JoinError::cancelled(self.id, &self.name))));
+        }
+    }
+}
+
+/// Completes an actor's join slot from outside its entry frame (an
+/// overflow recovery, which never returns to that frame).
+pub(crate) trait AbortJoin {
+    /// Completes the slot with `e` (if not done); returns a joiner to wake.
+    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>>;
+}
+
+impl<T, P: Platform> AbortJoin for Completer<T, P> {
+    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>> {
+        self.slot.take().and_then(|s| s.complete::<P>(Err(e)))
+    }
+}
+
+/// An owned permission to wait for an actor's result.
+///
+/// Dropping it detaches the actor (it keeps running; its result is dropped).
+pub struct JoinHandle<T, P: Platform> {
+    pub(crate) slot: Arc<JoinSlot<T>>,
+    pub(crate) id: u64,
+    pub(crate) life: Arc<Life>,
+    pub(crate) _p: PhantomData<fn() -> P>,
+}
+
+impl<T, P: Platform> fmt::Debug for JoinHandle<T, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle").field("id", &self.id).finish()
+    }
+}
+
+impl<T, P: Platform> JoinHandle<T, P> {
+    /// The actor's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        self.life.name.as_deref()
+    }
+
+    /// A reference to the actor (to kill, monitor or link to it).
+    pub fn actor_ref(&self) -> ActorRef<P> {
+        ActorRef::new(&self.life)
+    }
+
+    /// Whether the actor has finished (its result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.slot.is_done()
+    }
+
+    /// Waits for the actor and returns its value, or why there is none.
+    ///
+    /// From an actor, the caller parks (its worker runs others meanwhile);
+    /// from a plain OS thread, the thread blocks on the platform's wait.
+    pub fn join(self) -> Result<T, JoinError>
+    where
+        T: Send + 'static,
+    {
+        if self.slot.is_done() {
+            return self.slot.take(self.id, &self.life.name);
+        }
+        match crate::sched::current_actor::<P>() {
+            Some(me) => {
+                // SAFETY: `current_actor` returned the actor running on this
+                // worker, which is us; it stays alive while we run.
+                let r = unsafe { self.join_as_actor(me, None) };
+                r.unwrap_or(Err(JoinError::cancelled(self.id, &self.life.name)))
+            }
+            // Without a deadline the wait only ends with a result.
+            None => self
+                .join_as_thread(None)
+                .unwrap_or(Err(JoinError::cancelled(self.id, &self.life.name))),
+        }
+    }
+
+    /// Like [`join`](Self::join), giving up at `deadline_ns` on the
+    /// platform's monotonic clock: `Err(self)` hands the handle back (join
+    /// again later, or drop it to detach). An actor parks with a timer; a
+    /// plain thread blocks with a deadline.
+    pub fn join_deadline(self, deadline_ns: u64) -> Result<Result<T, JoinError>, Self>
+    where
+        T: Send + 'static,
+    {
+        if self.slot.is_done() {
+            return Ok(self.slot.take(self.id, &self.life.name));
+        }
+        let r = match crate::sched::current_actor::<P>() {
+            // SAFETY: as in `join`.
+            Some(me) => unsafe { self.join_as_actor(me, Some(deadline_ns)) }.ok_or(()),
+            None => self.join_as_thread(Some(deadline_ns)),
+        };
+        r.map_err(|()| self)
+    }
+
+    /// [`join_deadline`](Self::join_deadline) with a timeout.
+    pub fn join_timeout(self, timeout: Duration) -> Result<Result<T, JoinError>, Self>
+    where
+        T: Send + 'static,
+    {
+        self.join_deadline(crate::sched::deadline_after::<P>(timeout))
+    }
+
+    /// Registers `me` as the waiter: `false` if the result is already in.
+    fn register(&self, me: *const Actor) -> bool {
+        // SAFETY: `me` is the running actor; clone its Arc for the waiter
+        // registration (the slot then co-owns it until it wakes us).
+        let me_arc = unsafe {
+            Arc::increment_strong_count(me);
+            Arc::from_raw(me)
+        };
+        // SAFETY: we are the only joiner (the handle is consumed by `join`)
+        // and the slot is EMPTY (not WAIT_ACTOR), so nobody else reads
+        // `waiter`: a timer's poke that emptied it has returned.
+        self.slot.waiter.with_mut(|p| unsafe { *p = Some(me_arc) });
+        // Release: publishes `waiter` to the Acquire swap in `complete`.
+        if self
+            .slot
+            .state
+            .compare_exchange(EMPTY, WAIT_ACTOR, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // DONE already: take our registration back.
+            // SAFETY: the CAS failed, so `complete` never read `waiter`.
+            drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+            return false;
+        }
+        true
+    }
+
+    /// The actor's wait, until `deadline` if given (`None`: timed out, the
+    /// registration withdrawn).
+    ///
+    /// # Safety
+    ///
+    /// `me` is the actor running on the calling worker.
+    unsafe fn join_as_actor(&self, me: *const Actor, deadline: Option<u64>) -> Option<Result<T, JoinError>>
+    where
+        T: Send + 'static,
+    {
+        loop {
+            // Acquire: pairs with `complete`'s swap and the poke's CAS.
+            match self.slot.state.load(Ordering::Acquire) {
+                DONE => return Some(self.slot.take(self.id, &self.life.name)),
+                // Not registered (first pass, or a timer's poke took it).
+                EMPTY if !self.register(me) => return Some(self.slot.take(self.id, &self.life.name)),
+                _ => {}
+            }
+            // Unwinding at shutdown: give up (the joined actor may never end).
+            if crate::sched::unwinding::<P>() {
+                return Some(Err(JoinError::cancelled(self.id, &self.life.name)));
+            }
+            match deadline {
+                None => crate::sched::park::<P>(WAIT_JOIN),
+                Some(d) if P::now_ns() >= d => {
+                    // Withdraw; a failure means DONE (take it) or EMPTY
+                    // (the timer's poke took the registration).
+                    if self
+                        .slot
+                        .state
+                        .compare_exchange(WAIT_ACTOR, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        // SAFETY: our CAS took the registration back.
+                        drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+                    }
+                    return self
+                        .slot
+                        .is_done()
+                        .then(|| self.slot.take(self.id, &self.life.name));
+                }
+                Some(d) => {
+                    crate::sched::park_until::<P>(WAIT_JOIN, d, PokeWith(self.slot.clone(), JoinSlot::poke))
+                }
+            }
+        }
+    }
+
+    fn join_as_thread(&self, deadline_ns: Option<u64>) -> Result<Result<T, JoinError>, ()> {
+        // Release/Acquire: as in `join_as_actor`; a failure means DONE.
+        let _ = self
+            .slot
+            .state
+            .compare_exchange(EMPTY, WAIT_THREAD, Ordering::AcqRel, Ordering::Acquire);
+        loop {
+            if self.slot.is_done() {
+                return Ok(self.slot.take(self.id, &self.life.name));
+            }
+            if let Some(d) = deadline_ns {
+                if P::now_ns() >= d {
+                    return Err(());
+                }
+            }
+            P::wait(&self.slot.state, WAIT_THREAD, deadline_ns);
+        }
+    }
+}
+
+/// Builds the entry of an actor running `f`, and its join handle.
+pub(crate) fn make_entry<P, F, T>(id: u64, life: Arc<Life>, f: F) -> (crate::actor::Entry, JoinHandle<T, P>)
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let slot = Arc::new(JoinSlot::new());
+    let completer = Completer::<T, P> {
+        slot: Some(slot.clone()),
+        id,
+        name: life.name.clone(),
+        _p: PhantomData,
+    };
+    let handle = JoinHandle {
+        slot,
+        id,
+        life,
+        _p: PhantomData,
+    };
+    let entry: crate::actor::Entry = Box::new(move |actor: &Actor| {
+        // SAFETY: `cancel` is owned by the running actor (us).
+        if actor.cancel.with(|c| unsafe { *c }) != crate::actor::CANCEL_NONE
+            // Relaxed: a kill before the first resume (its wake's CAS, or
+            // the queue we were taken from, ordered it).
+            || actor.life.killed.load(Ordering::Relaxed)
+        {
+            let name = &actor.life.name;
+            let e = if actor.life.killed.load(Ordering::Relaxed) {
+                JoinError::Killed {
+                    id,
+                    name: name.clone(),
+                }
+            } else {
+                JoinError::cancelled(id, name)
+            };
+            // Ending: no resume point raises again (`CANCEL_UNWINDING`).
+            // SAFETY: `cancel` is owned by the running actor (us).
+            actor.cancel.with_mut(|c| unsafe { *c = CANCEL_UNWINDING });
+            // The body (and a mailbox it owns) goes first: once a monitor
+            // or joiner hears of the end, sends to the actor fail.
+            drop(f);
+            actor.life.end(e.reason());
+            return completer.complete(Err(e));
+        }
+        // Reachable from an overflow recovery (`fault::overflow_exit`),
+        // which abandons this frame without unwinding: its memory stays.
+        let mut completer = completer;
+        let abort: *mut (dyn AbortJoin + 'static) = &mut completer;
+        // SAFETY: the running actor owns `abort_join`; the pointer is
+        // cleared below before `completer` moves.
+        unsafe { *actor.abort_join.get() = NonNull::new(abort) };
+        let mut f = Some(f);
+        let mut out = None;
+        let r = P::catch_unwind(&mut || {
+            if let Some(f) = f.take() {
+                out = Some(f());
+            }
+        });
+        // SAFETY: as above.
+        unsafe { *actor.abort_join.get() = None };
+        // The body is over: the actor is ending, and its exit path (actor
+        // locals, exit hooks, which may reach safe points) runs to the end:
+        // no resume point raises a kill or cancellation from here on.
+        // SAFETY: `cancel` and `detached` are owned by the running actor.
+        unsafe {
+            *actor.cancel.get() = CANCEL_UNWINDING;
+            if *actor.detached.get() {
+                // The unwind was caught on the thread it started on: back
+                // to the scheduler (sched's "Unwinding", step 5).
+                crate::sched::rejoin::<P>(actor);
+            }
+        }
+        let r = match (r, out) {
+            (Ok(()), Some(v)) => Ok(v),
+            (Ok(()), None) => Err(JoinError::cancelled(id, &actor.life.name)),
+            (Err(payload), _) => Err(JoinError::from_payload(id, &actor.life.name, payload)),
+        };
+        // Actor-local values go on the actor's own stack, then monitors and
+        // links: once a joiner has the result, every `Down` notice is out.
+        // SAFETY: we are the running actor.
+        unsafe { crate::sched::local::drop_all(actor) };
+        actor
+            .life
+            .end(r.as_ref().map_or_else(JoinError::reason, |_| ExitReason::Normal));
+        completer.complete(r)
+    });
+    (entry, handle)
+}

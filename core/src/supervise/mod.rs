@@ -1,0 +1,4 @@
+//! Layer 7, supervision: supervisors that restart their children
+//! ([`supervisor`]).
+
+pub mod supervisor;
