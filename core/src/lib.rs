@@ -38,9 +38,8 @@ pub use msg::mailbox;
 pub use rt::dump;
 pub use sched::overflow;
 pub use sched::{counters, idle, local, queue, timer};
-pub use seam::{arch, error, failpoint, platform};
+pub use seam::{arch, error, failpoint, lock, platform};
 pub use supervise::supervisor;
-pub use sync::lock;
 
 pub use actor::Cancelled;
 /// Loom models only: the actor state word's wake and in-place wait, the
@@ -50,7 +49,8 @@ pub use actor::Cancelled;
 pub mod state_word {
     pub use crate::actor::{hold_wait, wake_word, Woken, HELD, NOTIFIED, RUNNING};
 }
-pub use actor::life::{current, link, trap_exits_into, ActorRef, Down, ExitReason, Killed, Monitor};
+pub use actor::exit::{Down, ExitReason, JoinError, Killed};
+pub use actor::life::ActorRef;
 pub use msg::mailbox::{Addr, Mailbox, SendError};
 pub use rt::runtime::{
     Builder, CountersReport, Runtime, ShutdownReport, DEFAULT_QUEUE_CAPACITY, DEFAULT_STACK_SIZE,
@@ -60,81 +60,19 @@ pub use sched::counters::CounterSnapshot;
 pub use sched::queue::{MutexQueue, RingQueue, RunQueue, StripedQueue};
 pub use sched::{
     blocking, checkpoint, current_id, current_name, current_worker, deadline_after, sleep, sleep_until,
-    try_spawn, try_spawn_actor, try_spawn_actor_named, try_spawn_named, yield_now, LongHold, LongHoldHook,
+    yield_now, LongHold, LongHoldHook,
 };
 pub use seam::arch::{Arch, EntryFn};
 pub use seam::error::{
     BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
 };
 pub use seam::platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
-pub use spawn::join::{JoinError, JoinHandle};
-
-/// Spawns an actor from inside an actor; the child runs at once
-/// (work-first) and the caller resumes when a worker picks it up again.
-///
-/// # Panics
-///
-/// Outside an actor (use `Runtime::spawn` there), or when no stack can be
-/// mapped ([`try_spawn`] returns these as errors instead).
-pub fn spawn<P, F, T>(f: F) -> JoinHandle<T, P>
-where
-    P: Platform,
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    match try_spawn::<P, F, T>(f) {
-        Ok(h) => h,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// Spawns an actor with a mailbox from inside an actor (work-first): `f`
-/// receives the mailbox; the caller gets its address and a join handle.
-///
-/// # Panics
-///
-/// As [`spawn`]; [`try_spawn_actor`] returns the errors instead.
-#[allow(clippy::type_complexity)]
-pub fn spawn_actor<P, M, F, T>(f: F) -> (Addr<M, P>, JoinHandle<T, P>)
-where
-    P: Platform,
-    M: Send + 'static,
-    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
-    T: Send + 'static,
-{
-    match try_spawn_actor::<P, M, F, T>(f) {
-        Ok(r) => r,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// [`spawn`] with a name (shown in join errors, `Down` notices, reports).
-pub fn spawn_named<P, F, T>(name: &str, f: F) -> JoinHandle<T, P>
-where
-    P: Platform,
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    match try_spawn_named::<P, F, T>(name, f) {
-        Ok(h) => h,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// [`spawn_actor`] with a name.
-#[allow(clippy::type_complexity)]
-pub fn spawn_actor_named<P, M, F, T>(name: &str, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
-where
-    P: Platform,
-    M: Send + 'static,
-    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
-    T: Send + 'static,
-{
-    match try_spawn_actor_named::<P, M, F, T>(name, f) {
-        Ok(r) => r,
-        Err(e) => panic!("{e}"),
-    }
-}
+pub use spawn::join::JoinHandle;
+pub use spawn::{
+    spawn, spawn_actor, spawn_actor_named, spawn_named, try_spawn, try_spawn_actor, try_spawn_actor_named,
+    try_spawn_named,
+};
+pub use supervise::link::{current, link, trap_exits_into, Monitor};
 
 /// Exports the user-facing API for one platform: type aliases with the
 /// platform filled in and free functions that call core's. Each port crate

@@ -174,8 +174,8 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::schedule` from a plain thread (`push_outside`).
-    // mirror: core/src/sched/mod.rs schedule#3 78c7d2304ae2
-    // mirror: core/src/sched/mod.rs push_outside 9b1969f1a44c
+    // mirror: core/src/sched/worker.rs schedule 78c7d2304ae2
+    // mirror: core/src/sched/worker.rs push_outside 92973c9af145
     fn schedule_outside(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push(a) {
@@ -186,7 +186,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::put_run_next` (`schedule` from a worker).
-    // mirror: core/src/sched/mod.rs put_run_next 9a1166796c34
+    // mirror: core/src/sched/worker.rs put_run_next d52fc3c1f6ba
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
@@ -195,7 +195,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::find_work`: own slot, queue, other workers' slots.
-    // mirror: core/src/sched/mod.rs find_work c48a8a5333bd
+    // mirror: core/src/sched/worker.rs find_work 95ddb0c827c8
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
             .or_else(|| self.queue.pop())
@@ -203,7 +203,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::has_work`.
-    // mirror: core/src/sched/mod.rs has_work e28d4c24a54c
+    // mirror: core/src/sched/worker.rs has_work 9b6c4f3043c7
     fn has_work(&self) -> bool {
         !self.queue.is_empty()
             || self.run_next.iter().any(|s| !s.peek().is_null())
@@ -213,9 +213,9 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/mod.rs run 22b363ab5398
-    // mirror: core/src/sched/mod.rs retire 23c386d8d977
-    // mirror: core/src/sched/mod.rs end_actor 91a63dbeefc2
+    // mirror: core/src/sched/run.rs run 1878dc8a184c
+    // mirror: core/src/sched/worker.rs retire d654c0d49c47
+    // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).
@@ -230,7 +230,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::wake_parked`: wakes every parked actor into our slot.
-    // mirror: core/src/sched/mod.rs wake_parked 6ec784f6e0d8
+    // mirror: core/src/sched/shutdown.rs wake_parked 3e0c9e4462e4
     fn wake_parked(&self, i: usize) -> usize {
         let parked: Vec<usize> = self
             .registry
@@ -253,14 +253,14 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::finish`.
-    // mirror: core/src/sched/mod.rs finish b1c350199a89
+    // mirror: core/src/sched/shutdown.rs finish a57e1845c85a
     fn finish(&self) {
         self.finished.store(true, Ordering::SeqCst);
         self.idle.notify_all();
     }
 
     /// `Shared::idle` without timers. `true`: the worker exits.
-    // mirror: core/src/sched/mod.rs idle afe5136aadcf
+    // mirror: core/src/sched/worker.rs idle d3ca8f5a03de
     fn idle(&self, i: usize) -> bool {
         if self.finished.load(Ordering::SeqCst) {
             return true;
@@ -299,7 +299,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/mod.rs run_worker b41f461b4bb8
+    // mirror: core/src/sched/worker.rs run_worker b41f461b4bb8
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

@@ -1,18 +1,7 @@
-//! Exit reasons, kill, monitors and links: how one actor learns of another's
-//! end, and how fates are tied (Erlang's model, typed).
-//!
-//! - Every actor ends with an [`ExitReason`]: `Normal` (its closure
-//!   returned), `Panicked` (with the message), `Killed` ([`ActorRef::kill`],
-//!   or a linked actor's abnormal exit) or `Cancelled` (runtime shutdown).
-//! - [`ActorRef::monitor`] gives a [`Monitor`]: one [`Down`] notice with the
-//!   reason (at once if the actor already ended);
-//!   [`ActorRef::monitor_into`] delivers it as a message of the watcher's
-//!   own mailbox type instead.
-//! - [`link`] ties the caller and another actor: when either ends
-//!   abnormally (`Panicked` or `Killed`), the other is killed — unless it
-//!   called [`trap_exits_into`], in which case it receives a [`Down`]
-//!   message in its mailbox and carries on. A normal exit breaks the link
-//!   quietly.
+//! What outlives an actor's control block ([`Life`]: id, name, kill flag,
+//! exit hooks, trap, mailbox counters) and the [`ActorRef`] that points at
+//! it. The operations built on them (monitors, links, trapping exits) are
+//! in `crate::supervise::link`; the model they implement is described there.
 //!
 //! # Mechanism
 //!
@@ -32,79 +21,18 @@
 //! hooks run to the end and it ends with the reason it was ending with.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 
+use crate::actor::exit::{Down, ExitReason};
 use crate::actor::Actor;
-use crate::msg::channel::{oneshot, OneshotReceiver};
-use crate::msg::mailbox::Addr;
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering, RawCell};
 
-/// How an actor ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExitReason {
-    /// Its closure returned.
-    Normal,
-    /// It panicked, with this message.
-    Panicked(String),
-    /// It was killed ([`ActorRef::kill`], or a linked actor ended abnormally).
-    Killed,
-    /// The runtime shut down before it ended.
-    Cancelled,
-    /// It overflowed its stack and had opted in to
-    /// [`recover_overflow`](crate::sched::overflow::recover_overflow): its frames were
-    /// abandoned without unwinding (what they owned leaked).
-    StackOverflow {
-        /// The stack's usable bytes.
-        stack_size: usize,
-    },
-}
-
-impl ExitReason {
-    /// Whether linked actors are killed by it (`Panicked` or `Killed`).
-    pub fn is_abnormal(&self) -> bool {
-        matches!(
-            self,
-            ExitReason::Panicked(_) | ExitReason::Killed | ExitReason::StackOverflow { .. }
-        )
-    }
-}
-
-impl fmt::Display for ExitReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExitReason::Normal => f.write_str("normal exit"),
-            ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
-            ExitReason::Killed => f.write_str("killed"),
-            ExitReason::Cancelled => f.write_str("cancelled by runtime shutdown"),
-            ExitReason::StackOverflow { stack_size } => {
-                write!(f, "overflowed its stack ({} KiB usable)", stack_size / 1024)
-            }
-        }
-    }
-}
-
-/// The notice a monitor (or a trapping linked actor) receives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Down {
-    /// The actor that ended.
-    pub id: u64,
-    /// Its name, if it was spawned with one.
-    pub name: Option<Arc<str>>,
-    /// Why it ended.
-    pub reason: ExitReason,
-}
-
-/// The payload of the unwind that kills an actor.
-#[derive(Debug)]
-pub struct Killed;
-
 /// One exit hook.
-type Hook = Box<dyn FnOnce(&Down) + Send>;
+pub(crate) type Hook = Box<dyn FnOnce(&Down) + Send>;
 
 struct HookNode {
     hook: Hook,
@@ -342,7 +270,7 @@ impl Life {
             // block's cache line (Release: as above).
             a.killed.store(true, Ordering::Release);
             if let Some(a) = a.wake() {
-                crate::sched::schedule(a);
+                crate::actor::schedule(a);
             }
         }
     }
@@ -383,7 +311,7 @@ impl Life {
 
     /// Records a link with `other` in both sets; `false` if they were
     /// linked already. Locks the two sets in id order (no deadlock).
-    fn add_link<P: Platform>(&self, other: &Life) -> bool {
+    pub(crate) fn add_link<P: Platform>(&self, other: &Life) -> bool {
         let (lo, hi) = if self.id < other.id {
             (self, other)
         } else {
@@ -501,127 +429,9 @@ impl<P: Platform> ActorRef<P> {
 
     /// Runs `hook` once when the actor ends (at once if it has ended). On an
     /// actor dropped without ending (abandoned at shutdown) it never runs.
-    fn on_exit(&self, hook: Hook) {
+    pub(crate) fn on_exit(&self, hook: Hook) {
         self.life.hooks.add(hook);
     }
-
-    /// A monitor: one [`Down`] notice when the actor ends.
-    pub fn monitor(&self) -> Monitor<P> {
-        let (tx, rx) = oneshot::<Down, P>();
-        self.on_exit(Box::new(move |d: &Down| {
-            // The monitor may have been dropped: nobody to tell.
-            let _ = tx.send(d.clone());
-        }));
-        Monitor { rx }
-    }
-
-    /// Delivers the [`Down`] notice, mapped by `f`, to the mailbox `to` (an
-    /// actor watching several others waits on its one mailbox). A mailbox
-    /// closed by then drops it. `f` may carry context (a closure); it runs
-    /// once, on the ending actor's exit path.
-    pub fn monitor_into<M: Send + 'static>(
-        &self,
-        to: &Addr<M, P>,
-        f: impl FnOnce(Down) -> M + Send + 'static,
-    ) {
-        let to = to.clone();
-        self.on_exit(Box::new(move |d: &Down| {
-            let _ = to.send(f(d.clone()));
-        }));
-    }
-}
-
-/// Waits for one actor's [`Down`] notice.
-pub struct Monitor<P: Platform> {
-    rx: OneshotReceiver<Down, P>,
-}
-
-impl<P: Platform> fmt::Debug for Monitor<P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Monitor").finish_non_exhaustive()
-    }
-}
-
-impl<P: Platform> Monitor<P> {
-    /// Waits for the notice (an actor parks, a thread blocks). `None` if it
-    /// can never come (the actor was abandoned at shutdown).
-    pub fn recv(self) -> Option<Down> {
-        self.rx.recv().ok()
-    }
-
-    /// Waits at most `timeout`; `None` if the actor has not ended by then.
-    pub fn recv_timeout(&mut self, timeout: core::time::Duration) -> Option<Down> {
-        self.rx.recv_timeout(timeout).ok()
-    }
-
-    /// The notice, if the actor has ended.
-    pub fn try_recv(&mut self) -> Option<Down> {
-        self.rx.try_recv().ok()
-    }
-}
-
-/// A reference to the calling actor; `None` on a plain thread.
-pub fn current<P: Platform>() -> Option<ActorRef<P>> {
-    let a = crate::sched::current_actor::<P>()?;
-    // SAFETY: the running actor is alive while it runs.
-    Some(ActorRef::new(unsafe { &(*a).life }))
-}
-
-/// Links the calling actor with `other`: when either ends abnormally
-/// (`Panicked` or `Killed`) the other is killed, unless it traps exits
-/// ([`trap_exits_into`]). Returns `false` on a plain thread (nothing to
-/// link). Linking to an actor that already ended abnormally kills the
-/// caller at its next resume point, as in Erlang. Idempotent, as Erlang's:
-/// linking again to the same partner (from either side) adds nothing, and
-/// one exit delivers one notice; linking to itself does nothing.
-pub fn link<P: Platform>(other: &ActorRef<P>) -> bool {
-    let Some(me) = current::<P>() else {
-        return false;
-    };
-    if me.life.id == other.life.id || !me.life.add_link::<P>(&other.life) {
-        return true;
-    }
-    let (to_other, to_me) = (other.life.clone(), me.life.clone());
-    me.on_exit(Box::new(move |d: &Down| propagate(&to_other, d)));
-    other.on_exit(Box::new(move |d: &Down| propagate(&to_me, d)));
-    true
-}
-
-/// A linked actor ended with `d`: kill `peer` or tell it (if it traps).
-fn propagate(peer: &Life, d: &Down) {
-    if !d.reason.is_abnormal() || peer.hooks.is_closed() {
-        return;
-    }
-    if !peer.trap_exit(d) {
-        peer.kill();
-    }
-}
-
-/// Makes the calling actor trap exits: a linked actor's abnormal exit is
-/// delivered to `to` (normally the caller's own mailbox), mapped by `f`,
-/// instead of killing the caller. Returns `false` on a plain thread; the
-/// first call wins.
-///
-/// The trap holds `to` weakly: it keeps no mailbox (and so no actor)
-/// alive, and a notice for a mailbox that is gone or closed is not
-/// delivered, so the link kills the caller instead (it has ended anyway,
-/// or it is ending). Context `f` captures lives until the caller's last
-/// handle is dropped.
-pub fn trap_exits_into<P: Platform, M: Send + 'static>(
-    to: &Addr<M, P>,
-    f: impl Fn(Down) -> M + Send + Sync + 'static,
-) -> bool {
-    let Some(a) = crate::sched::current_actor::<P>() else {
-        return false;
-    };
-    let to = to.downgrade();
-    // SAFETY: the running actor is alive while it runs.
-    unsafe {
-        (*a).life.set_trap(Box::new(move |d: &Down| {
-            to.upgrade().is_some_and(|to| to.send(f(d.clone())).is_ok())
-        }))
-    };
-    true
 }
 
 /// Loom models only: the link sets' lock and check

@@ -58,19 +58,22 @@
 //!
 //! Layer 3, the actor: its control block and state word (here), its exit
 //! data ([`life`]) and its sanitizer hooks ([`sanitizer`]). Imports only
-//! the layers below (the scheduler reaches it through [`Schedule`]).
+//! the layers below (the scheduler is reached through [`Schedule`]).
 
+pub mod exit;
 pub mod life;
 pub(crate) mod sanitizer;
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
 use core::ptr::{self, NonNull};
 
+use crate::actor::exit::JoinError;
 use crate::actor::life::Life;
-use crate::sched::Schedule;
 use crate::seam::platform::RawStack;
-use crate::sync::{AtomicU32, Ordering, RawCell};
+use crate::sync::{AtomicU32, AtomicU8, Ordering, RawCell};
 
 /// In a run queue or slot (the bit table above).
 pub const RUNNABLE: u32 = 0;
@@ -144,6 +147,70 @@ pub fn hold_wait<F: crate::seam::platform::Futex>(state: &AtomicU32) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// Makes a runnable actor run: the type-erased face of a runtime, reached
+/// from an actor's `rt` pointer by wakers that do not know the run-queue
+/// type (a mailbox send, a channel, a join).
+pub(crate) trait Schedule: Send + Sync {
+    /// Schedules `a` (state `RUNNABLE`): into the caller's run-next slot when
+    /// the caller is one of this runtime's workers (the wake-slot handoff),
+    /// else onto the run queue, waking an idle worker if needed.
+    fn schedule(&self, a: Arc<Actor>);
+    /// Wakes the OS thread of an actor waiting in place on `word` (its
+    /// state word; step 7 of [`crate::actor`]).
+    fn unpark(&self, word: &AtomicU32);
+}
+
+/// Schedules `a` on its own runtime.
+pub(crate) fn schedule(a: Arc<Actor>) {
+    let rt = a.rt;
+    // SAFETY: an actor's runtime outlives it (see `Actor::rt`).
+    unsafe { rt.as_ref().schedule(a) }
+}
+
+/// Completes an actor's join slot from outside its entry frame (an
+/// overflow recovery, which never returns to that frame).
+pub(crate) trait AbortJoin {
+    /// Completes the slot with `e` (if not done); returns a joiner to wake.
+    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>>;
+}
+
+/// What a parked actor waits on (set just before it parks).
+pub(crate) const WAIT_NONE: u8 = 0;
+/// A mailbox receive.
+pub(crate) const WAIT_MAILBOX: u8 = 1;
+/// A channel receive or a bounded send.
+pub(crate) const WAIT_CHANNEL: u8 = 2;
+/// A join.
+pub(crate) const WAIT_JOIN: u8 = 3;
+/// A sleep.
+pub(crate) const WAIT_TIMER: u8 = 4;
+/// Inside `blocking` (off the workers).
+pub(crate) const WAIT_BLOCKING: u8 = 5;
+
+/// Records what the calling actor is about to wait on (a Relaxed store:
+/// a hint for dumps only).
+pub(crate) fn waiting_on(a: *const Actor, what: u8) {
+    // SAFETY: callers pass the running actor, alive while it runs.
+    let a: &Actor = unsafe { &*a };
+    let w: &AtomicU8 = &a.life.wait;
+    // Relaxed: read only by dumps, which tolerate staleness.
+    w.store(what, Ordering::Relaxed);
+}
+
+/// An actor's place in the registry: `shard << 32 | index`, or
+/// [`UNREGISTERED`]. Written only under the shard's lock.
+pub(crate) const UNREGISTERED: u64 = u64::MAX;
+
+/// One actor's local values, keyed by the address of their
+/// `ActorLocal` static (`crate::sched::local`).
+#[derive(Default)]
+pub(crate) struct Locals {
+    pub(crate) values: Vec<(usize, Box<dyn Any + Send>)>,
+    /// Depth of `no_switch` sections (checked at every switch in debug
+    /// builds).
+    pub(crate) no_switch: u32,
 }
 
 /// The `cancel` cell: nothing pending.
@@ -220,7 +287,7 @@ pub struct Actor {
     /// Id, name, kill flag, exit hooks: what outlives the control block.
     pub(crate) life: Arc<Life>,
     /// Actor-local values; owned by the running actor.
-    pub(crate) locals: RawCell<crate::sched::local::Locals>,
+    pub(crate) locals: RawCell<Locals>,
     /// Set by a kill (a copy of `life.killed` on this cache line, read at
     /// every resume).
     pub(crate) killed: crate::sync::AtomicBool,
@@ -228,7 +295,7 @@ pub struct Actor {
     pub(crate) reg: crate::sync::AtomicU64,
     /// The join completer in the running entry frame (for an overflow
     /// recovery); owned by the running actor.
-    pub(crate) abort_join: RawCell<Option<NonNull<dyn crate::spawn::join::AbortJoin>>>,
+    pub(crate) abort_join: RawCell<Option<NonNull<dyn AbortJoin>>>,
     /// Detached from the scheduler while unwinding (`Request::Detach`),
     /// until it rejoins; owned by the running actor.
     pub(crate) detached: RawCell<bool>,
@@ -269,11 +336,11 @@ impl Actor {
             stack_free,
             rt,
             life,
-            locals: RawCell::new(crate::sched::local::Locals::default()),
+            locals: RawCell::new(Locals::default()),
             abort_join: RawCell::new(None),
             detached: RawCell::new(false),
             deferred: RawCell::new(0),
-            reg: crate::sync::AtomicU64::new(crate::rt::dump::UNREGISTERED),
+            reg: crate::sync::AtomicU64::new(UNREGISTERED),
             killed: crate::sync::AtomicBool::new(false),
             san: crate::actor::sanitizer::ActorSan::new(),
         }

@@ -82,9 +82,9 @@ use crate::actor::life::{ActorRef, CloseDead, Life};
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::actor::WAIT_MAILBOX;
 use crate::lockfree::mpsc::{MpscQueue, Pop};
 use crate::msg::wait::Waiter;
-use crate::rt::dump::WAIT_MAILBOX;
 use crate::sched;
 use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;

@@ -51,7 +51,7 @@ impl Waiter {
     /// spuriously. An actor that is being cancelled returns at once.
     pub(crate) fn wait<P: Platform>(&self, deadline_ns: Option<u64>) {
         match self {
-            Waiter::Actor(_) => sched::park::<P>(crate::rt::dump::WAIT_CHANNEL),
+            Waiter::Actor(_) => sched::park::<P>(crate::actor::WAIT_CHANNEL),
             Waiter::Thread(t) => {
                 // Acquire: pairs with the Release store in `wake`.
                 if t.word.load(Ordering::Acquire) == 0 {
@@ -76,7 +76,7 @@ impl Waiter {
         match self {
             Waiter::Actor(a) => {
                 if let Some(a) = a.wake() {
-                    sched::schedule(a);
+                    crate::actor::schedule(a);
                 }
             }
             Waiter::Thread(t) => {

@@ -3,148 +3,21 @@
 //! goroutines. [`Runtime::dump`](crate::Runtime::dump) takes one; its
 //! `Display` prints it.
 //!
-//! # The registry
 //!
-//! Each runtime keeps one list of its live actors per worker (and one for
-//! plain threads), under its own lock: a spawn appends to its worker's
-//! list (an uncontended lock), an exit swap-removes its own entry by the
-//! index it keeps. A dump locks each list in turn. (A first design kept
-//! weak references swept when the list doubled: a dead entry kept its
-//! actor's allocation alive until the sweep, which made spawn_join 1.5x
-//! slower: fresh, cold memory for every spawn.)
+//! The registry it reads is `crate::sched::registry`.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::actor::{Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING};
+use crate::actor::{
+    Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING, WAIT_BLOCKING, WAIT_CHANNEL, WAIT_JOIN,
+    WAIT_MAILBOX, WAIT_TIMER,
+};
 use crate::sched::counters::CounterSnapshot;
+use crate::sched::registry::Shard;
 use crate::seam::platform::RawLock;
-use crate::sync::lock::Mutex;
-use crate::sync::{AtomicU8, Ordering};
-
-/// What a parked actor waits on (set just before it parks).
-pub(crate) const WAIT_NONE: u8 = 0;
-/// A mailbox receive.
-pub(crate) const WAIT_MAILBOX: u8 = 1;
-/// A channel receive or a bounded send.
-pub(crate) const WAIT_CHANNEL: u8 = 2;
-/// A join.
-pub(crate) const WAIT_JOIN: u8 = 3;
-/// A sleep.
-pub(crate) const WAIT_TIMER: u8 = 4;
-/// Inside `blocking` (off the workers).
-pub(crate) const WAIT_BLOCKING: u8 = 5;
-
-/// Records what the calling actor is about to wait on (a Relaxed store:
-/// a hint for dumps only).
-pub(crate) fn waiting_on(a: *const Actor, what: u8) {
-    // SAFETY: callers pass the running actor, alive while it runs.
-    let a: &Actor = unsafe { &*a };
-    let w: &AtomicU8 = &a.life.wait;
-    // Relaxed: read only by dumps, which tolerate staleness.
-    w.store(what, Ordering::Relaxed);
-}
-
-/// One shard of the registry: the live actors spawned from one worker (or
-/// from plain threads), each knowing its index.
-///
-/// Entries are plain pointers (no reference count to bump per spawn and
-/// exit): an actor is unregistered under the shard's lock before its
-/// control block can go (at its exit, before the worker drops it; at
-/// shutdown, the registry is cleared before the leftovers are dropped), so
-/// an entry read under the lock points at a live actor.
-pub(crate) struct Shard<L: RawLock> {
-    list: Mutex<L, Entries>,
-}
-
-/// The pointers of one shard.
-struct Entries(Vec<*const Actor>);
-
-// SAFETY: the pointers are only dereferenced under the shard's lock, while
-// the actors they name are alive (see `Shard`); `Actor` is `Send + Sync`.
-unsafe impl Send for Entries {}
-
-/// An actor's place in the registry: `shard << 32 | index`, or
-/// [`UNREGISTERED`]. Written only under the shard's lock.
-pub(crate) const UNREGISTERED: u64 = u64::MAX;
-
-impl<L: RawLock> Shard<L> {
-    pub(crate) fn new() -> Self {
-        Shard {
-            list: Mutex::new(Entries(Vec::new())),
-        }
-    }
-
-    /// Registers a new actor (shard number `me`).
-    pub(crate) fn add(&self, me: u32, a: &Arc<Actor>) {
-        let mut l = self.list.lock();
-        // Relaxed: written and read under the shard lock only.
-        a.reg
-            .store(((me as u64) << 32) | l.0.len() as u64, Ordering::Relaxed);
-        l.0.push(Arc::as_ptr(a));
-    }
-
-    /// Unregisters an actor that ended (`a` belongs to this shard).
-    pub(crate) fn remove(&self, a: &Actor) {
-        let mut l = self.list.lock();
-        // Relaxed: under the shard lock (see `add`).
-        let reg = a.reg.swap(UNREGISTERED, Ordering::Relaxed);
-        if reg == UNREGISTERED {
-            return;
-        }
-        let i = (reg & 0xffff_ffff) as usize;
-        l.0.swap_remove(i);
-        if let Some(&moved) = l.0.get(i) {
-            let shard = reg & !0xffff_ffff;
-            // SAFETY: a registered actor is alive (see `Shard`).
-            let moved = unsafe { &*moved };
-            // Relaxed: under the shard lock.
-            moved.reg.store(shard | i as u64, Ordering::Relaxed);
-        }
-    }
-
-    fn collect(&self, out: &mut Vec<ActorInfo>, touched: fn(usize, usize) -> Option<usize>) {
-        let l = self.list.lock();
-        for &a in l.0.iter() {
-            // SAFETY: a registered actor is alive (see `Shard`).
-            if let Some(info) = ActorInfo::of(unsafe { &*a }, touched) {
-                out.push(info);
-            }
-        }
-    }
-
-    /// Collects the actors that are parked now (shutdown wakes them).
-    pub(crate) fn parked(&self, out: &mut Vec<Arc<Actor>>) {
-        let l = self.list.lock();
-        for &a in l.0.iter() {
-            // SAFETY: a registered actor is alive (see `Shard`); we take a
-            // reference of our own before the lock is released.
-            let a = unsafe {
-                Arc::increment_strong_count(a);
-                Arc::from_raw(a)
-            };
-            // Relaxed: a candidate; the wake's CAS decides. A `HELD` actor
-            // (unwinding, waiting in place) is woken to re-check too: at
-            // shutdown its waits give up (`sched::unwinding`).
-            if matches!(a.state.load(Ordering::Relaxed), PARKED | HELD) {
-                out.push(a);
-            }
-        }
-    }
-
-    /// Forgets every entry (runtime shutdown, before the leftovers are
-    /// dropped).
-    pub(crate) fn clear(&self) {
-        let mut l = self.list.lock();
-        for &a in l.0.iter() {
-            // SAFETY: a registered actor is alive (see `Shard`).
-            // Relaxed: under the shard lock.
-            unsafe { (*a).reg.store(UNREGISTERED, Ordering::Relaxed) };
-        }
-        l.0.clear();
-    }
-}
+use crate::sync::Ordering;
 
 /// What an actor is doing, as a dump sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,7 +130,11 @@ impl Dump {
     ) -> Self {
         let mut actors = Vec::new();
         for s in shards {
-            s.collect(&mut actors, touched);
+            s.for_each(|a| {
+                if let Some(info) = ActorInfo::of(a, touched) {
+                    actors.push(info);
+                }
+            });
         }
         actors.sort_by_key(|a| a.id);
         for a in &mut actors {

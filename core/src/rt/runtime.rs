@@ -32,17 +32,17 @@ use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
-use crate::msg::mailbox::{self, Addr, Mailbox};
+use crate::actor::Schedule;
+use crate::msg::mailbox::{Addr, Mailbox};
 use crate::sched::counters::CounterSnapshot;
 use crate::sched::queue::{RingQueue, RunQueue};
-use crate::sched::{
-    run_monitor, worker_thread, LongHoldHook, RtCore, SchedConfig, Schedule, Shared, WorkerCtx,
-};
+use crate::sched::{run_monitor, worker_thread, LongHoldHook, RtCore, SchedConfig, Shared, WorkerCtx};
 use crate::seam::error::{
     BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
 };
 use crate::seam::platform::Platform;
 use crate::spawn::join::JoinHandle;
+use crate::spawn::{spawn_actor_with, spawn_with, Origin};
 use crate::sync::Ordering;
 use core::time::Duration;
 
@@ -350,9 +350,8 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let mut addr = None;
-        let h = self.spawn_with_id(name, |life| mailbox::bind(life, f, &mut addr))?;
-        Ok((addr.expect("the body builder ran"), h))
+        let push = |a| self.shared.push_outside(a);
+        spawn_actor_with(Origin::Outside(&self.shared.core, &push), name, f)
     }
 
     /// [`try_spawn_actor`](Self::try_spawn_actor), panicking with the
@@ -378,22 +377,8 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let core = &self.shared.core;
-        let stack = core.pool.get_one()?;
-        // Relaxed: ids only need uniqueness.
-        let id = core.next_id.fetch_add(1, Ordering::Relaxed);
-        let life = crate::actor::life::Life::new(id, name, stack.usable_range());
-        let body = build(&life);
-        let (actor, handle) = core.new_actor::<F, T>(id, life, stack, body);
-        let outside = core.workers.len();
-        core.registry[outside].add(outside as u32, &actor);
-        core.outside.shared_spawned(1);
-        core.outside.shared_enqueued(1);
-        self.shared.queue.push(actor);
-        if core.idle.notify_one() {
-            core.outside.shared_wakeups(1);
-        }
-        Ok(handle)
+        let push = |a| self.shared.push_outside(a);
+        spawn_with(Origin::Outside(&self.shared.core, &push), name, build)
     }
 
     /// [`try_spawn`](Self::try_spawn), panicking with the error's message

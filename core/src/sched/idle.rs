@@ -36,8 +36,8 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
+use crate::seam::lock::Mutex;
 use crate::seam::platform::{Futex, RawLock};
-use crate::sync::lock::Mutex;
 use crate::sync::{fence, AtomicU32, Ordering};
 
 /// Idle-worker bookkeeping for one runtime of `n` workers.

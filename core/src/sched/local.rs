@@ -21,23 +21,11 @@
 //! [`ActorLocal::with`] closure is such a section too.
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
-use core::any::Any;
 use core::marker::PhantomData;
 
 use crate::actor::Actor;
 use crate::sched;
 use crate::seam::platform::Platform;
-
-/// One actor's local values, keyed by the address of their
-/// [`ActorLocal`] static.
-#[derive(Default)]
-pub(crate) struct Locals {
-    values: Vec<(usize, Box<dyn Any + Send>)>,
-    /// Depth of `no_switch` sections (checked at every switch in debug
-    /// builds).
-    pub(crate) no_switch: u32,
-}
 
 /// A value per actor, created by `init` on first use in each actor and
 /// dropped when that actor ends. Declare it as a `static`.

@@ -234,7 +234,7 @@ pub extern "C" fn overflow_exit<P: Platform>() -> ! {
         let actor: &Actor = &*a;
         let (lo, hi) = actor.life.stack;
         let stack_size = hi - lo;
-        let err = crate::JoinError::StackOverflow {
+        let err = crate::actor::exit::JoinError::StackOverflow {
             id: actor.id,
             name: actor.life.name.clone(),
             stack_size,

@@ -20,8 +20,8 @@ use core::marker::PhantomData;
 
 use crate::actor::Actor;
 use crate::lockfree::ring::Ring;
+use crate::seam::lock::Mutex;
 use crate::seam::platform::{Platform, RawLock};
-use crate::sync::lock::Mutex;
 use crate::sync::{AtomicUsize, Ordering};
 
 pub mod striped;

@@ -13,8 +13,8 @@
 
 use alloc::vec::Vec;
 
+use crate::seam::lock::Mutex;
 use crate::seam::platform::{Platform, RawStack, StackError};
-use crate::sync::lock::Mutex;
 
 /// Stacks a worker keeps for itself.
 pub const LOCAL_CAP: usize = 64;

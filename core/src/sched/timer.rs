@@ -44,8 +44,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Ordering as CmpOrdering;
 
+use crate::seam::lock::Mutex;
 use crate::seam::platform::{Platform, RawLock};
-use crate::sync::lock::Mutex;
 use crate::sync::{fence, AtomicU32, AtomicU64, AtomicUsize, Backoff, Ordering, LOOM};
 
 /// Entry state: in the heap, live.

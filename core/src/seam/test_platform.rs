@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use std::vec::Vec;
 
 use crate::seam::arch::{Arch, EntryFn};
+use crate::seam::lock::FutexLock;
 use crate::seam::platform::{Futex, PanicPayload, Platform, RawStack, StackError, ThreadError};
-use crate::sync::lock::FutexLock;
 use crate::sync::{AtomicU32, Ordering};
 
 /// One thread asleep in the test futex.

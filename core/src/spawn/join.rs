@@ -19,17 +19,17 @@
 //! Each side publishes before it reads the other's: no wake is lost.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use crate::actor::life::{ActorRef, ExitReason, Killed, Life};
-use crate::actor::{Actor, Cancelled, CANCEL_UNWINDING};
-use crate::rt::dump::WAIT_JOIN;
+use crate::actor::exit::{ExitReason, JoinError};
+use crate::actor::life::{ActorRef, Life};
+use crate::actor::WAIT_JOIN;
+use crate::actor::{AbortJoin, Actor, CANCEL_UNWINDING};
 use crate::sched::timer::PokeWith;
-use crate::seam::platform::{PanicPayload, Platform};
+use crate::seam::platform::Platform;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use core::time::Duration;
 
@@ -37,152 +37,6 @@ const EMPTY: u32 = 0;
 const WAIT_ACTOR: u32 = 1;
 const WAIT_THREAD: u32 = 2;
 const DONE: u32 = 3;
-
-/// Why [`JoinHandle::join`] has no value to give.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JoinError {
-    /// The actor panicked; the panic's message (or a placeholder when the
-    /// payload was not a string).
-    Panicked {
-        /// The actor's id.
-        id: u64,
-        /// The actor's name, if it was spawned with one.
-        name: Option<Arc<str>>,
-        /// The panic message.
-        message: String,
-    },
-    /// The runtime shut down before the actor finished (or, when returned to
-    /// a joiner that is itself being cancelled, before the join completed).
-    Cancelled {
-        /// The actor's id.
-        id: u64,
-        /// The actor's name, if it was spawned with one.
-        name: Option<Arc<str>>,
-    },
-    /// The actor was killed (`ActorRef::kill`, or a linked actor's
-    /// abnormal exit).
-    Killed {
-        /// The actor's id.
-        id: u64,
-        /// The actor's name, if it was spawned with one.
-        name: Option<Arc<str>>,
-    },
-    /// The actor overflowed its stack and had opted in to recovery
-    /// ([`recover_overflow`](crate::sched::overflow::recover_overflow)).
-    StackOverflow {
-        /// The actor's id.
-        id: u64,
-        /// The actor's name, if it was spawned with one.
-        name: Option<Arc<str>>,
-        /// The stack's usable bytes.
-        stack_size: usize,
-    },
-}
-
-impl JoinError {
-    /// The joined actor's id.
-    pub fn id(&self) -> u64 {
-        match self {
-            JoinError::Panicked { id, .. }
-            | JoinError::Cancelled { id, .. }
-            | JoinError::Killed { id, .. }
-            | JoinError::StackOverflow { id, .. } => *id,
-        }
-    }
-
-    /// The joined actor's name, if it was spawned with one.
-    pub fn name(&self) -> Option<&str> {
-        match self {
-            JoinError::Panicked { name, .. }
-            | JoinError::Cancelled { name, .. }
-            | JoinError::Killed { name, .. }
-            | JoinError::StackOverflow { name, .. } => name.as_deref(),
-        }
-    }
-
-    /// The panic message, if the actor panicked.
-    pub fn panic_message(&self) -> Option<&str> {
-        match self {
-            JoinError::Panicked { message, .. } => Some(message),
-            _ => None,
-        }
-    }
-
-    /// Whether the actor was cancelled by a shutdown.
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self, JoinError::Cancelled { .. })
-    }
-
-    /// Whether the actor was killed.
-    pub fn is_killed(&self) -> bool {
-        matches!(self, JoinError::Killed { .. })
-    }
-
-    /// The exit reason this error reports.
-    pub fn reason(&self) -> ExitReason {
-        match self {
-            JoinError::Panicked { message, .. } => ExitReason::Panicked(message.clone()),
-            JoinError::Cancelled { .. } => ExitReason::Cancelled,
-            JoinError::Killed { .. } => ExitReason::Killed,
-            JoinError::StackOverflow { stack_size, .. } => ExitReason::StackOverflow {
-                stack_size: *stack_size,
-            },
-        }
-    }
-
-    pub(crate) fn cancelled(id: u64, name: &Option<Arc<str>>) -> Self {
-        JoinError::Cancelled {
-            id,
-            name: name.clone(),
-        }
-    }
-
-    pub(crate) fn from_payload(id: u64, name: &Option<Arc<str>>, payload: PanicPayload) -> Self {
-        let name = name.clone();
-        if payload.is::<Cancelled>() {
-            return JoinError::Cancelled { id, name };
-        }
-        if payload.is::<Killed>() {
-            return JoinError::Killed { id, name };
-        }
-        let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
-            String::from(*s)
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            String::from("Box<dyn Any> (a non-string panic payload)")
-        };
-        JoinError::Panicked { id, name, message }
-    }
-}
-
-/// `actor 7` or `actor 7 "name"`.
-struct Who<'a>(u64, Option<&'a str>);
-
-impl fmt::Display for Who<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.1 {
-            Some(n) => write!(f, "actor {} {:?}", self.0, n),
-            None => write!(f, "actor {}", self.0),
-        }
-    }
-}
-
-impl fmt::Display for JoinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let who = Who(self.id(), self.name());
-        match self {
-            JoinError::Panicked { message, .. } => write!(f, "{who} panicked: {message}"),
-            JoinError::Cancelled { .. } => write!(f, "{who} was cancelled by runtime shutdown"),
-            JoinError::Killed { .. } => write!(f, "{who} was killed"),
-            JoinError::StackOverflow { stack_size, .. } => {
-                write!(f, "{who} overflowed its stack ({} KiB usable)", stack_size / 1024)
-            }
-        }
-    }
-}
-
-impl core::error::Error for JoinError {}
 
 /// Where one actor's outcome waits for its joiner.
 pub(crate) struct JoinSlot<T> {
@@ -244,7 +98,7 @@ impl<T> JoinSlot<T> {
             // `waiter` again only once this poke has returned.
             if let Some(a) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
                 if let Some(a) = a.wake() {
-                    crate::sched::schedule(a);
+                    crate::actor::schedule(a);
                 }
             }
         }
@@ -290,13 +144,6 @@ impl<T, P: Platform> Drop for Completer<T, P> {
             drop(slot.complete::<P>(Err(JoinError::cancelled(self.id, &self.name))));
         }
     }
-}
-
-/// Completes an actor's join slot from outside its entry frame (an
-/// overflow recovery, which never returns to that frame).
-pub(crate) trait AbortJoin {
-    /// Completes the slot with `e` (if not done); returns a joiner to wake.
-    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>>;
 }
 
 impl<T, P: Platform> AbortJoin for Completer<T, P> {

@@ -1,3 +1,212 @@
-//! Layer 6, spawning: the entry harness and join handles ([`join`]).
+//! Layer 6, spawning: the one path every spawn takes, the entry harness
+//! and join handles ([`join`]).
+//!
+//! Every spawn entry point (the free `spawn` family inside an actor, the
+//! [`Runtime`](crate::Runtime) methods from any thread, each port's
+//! `port_api!` exports) ends in [`spawn_with`]: reserve a stack and an id,
+//! build the body (a mailbox is bound to the child's `Life` here), wrap it
+//! in the entry harness, make the control block, then start it — at once
+//! (work-first, [`Origin::Here`]) or through the runtime's run queue
+//! ([`Origin::Outside`]).
 
 pub(crate) mod join;
+
+use alloc::sync::Arc;
+
+use crate::actor::life::Life;
+use crate::actor::Actor;
+use crate::msg::mailbox::{self, Addr, Mailbox};
+use crate::sched::{self, RtCore};
+use crate::seam::error::SpawnError;
+use crate::seam::platform::Platform;
+use join::{make_entry, JoinHandle};
+
+/// Where a new actor starts.
+pub(crate) enum Origin<'a, P: Platform> {
+    /// Inside an actor: on the caller's worker, at once (work-first); the
+    /// caller waits in the run-next slot.
+    Here,
+    /// From any thread: queued on `core`'s runtime by `push` (which counts
+    /// and wakes a worker).
+    Outside(&'a RtCore<P>, &'a dyn Fn(Arc<Actor>)),
+}
+
+/// The one spawn path: a child named `name` whose body `build` makes from
+/// the child's [`Life`] (its id and name, for a mailbox bound to it).
+pub(crate) fn spawn_with<P, F, T>(
+    origin: Origin<'_, P>,
+    name: Option<Arc<str>>,
+    build: impl FnOnce(&Arc<Life>) -> F,
+) -> Result<JoinHandle<T, P>, SpawnError>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (core, c, me) = match origin {
+        Origin::Here => {
+            let Some(me) = sched::current_actor::<P>() else {
+                return Err(SpawnError::NoRuntime);
+            };
+            let c = sched::ctx::<P>();
+            // SAFETY: a running actor's worker context is live; its `core`
+            // outlives the actors it runs.
+            (unsafe { &*(*c).core }, c, Some(me))
+        }
+        Origin::Outside(core, _) => (core, core::ptr::null_mut(), None),
+    };
+    // SAFETY: `c` is null or this thread's live worker context of `core`'s
+    // runtime; no reference to it is held across the switch below (after
+    // it we may be on another worker).
+    let (life, stack) = unsafe { core.reserve(c, name)? };
+    let body = build(&life);
+    let (entry, handle) = make_entry::<P, F, T>(life.id, life.clone(), body);
+    // SAFETY: as above, with the stack `reserve` gave for `c`.
+    let child = unsafe { core.new_actor(c, life, stack, entry) };
+    match (me, origin) {
+        // SAFETY: `me` is the running actor.
+        (Some(me), _) => unsafe { sched::start_here::<P>(me, child) },
+        (None, Origin::Outside(_, push)) => push(child),
+        (None, Origin::Here) => unreachable!("Here always has the running actor"),
+    }
+    Ok(handle)
+}
+
+/// [`spawn_with`] for an actor with a mailbox: `f` receives the mailbox;
+/// the caller gets its address and a join handle. The mailbox closes when
+/// `f` drops it (at the latest when the actor exits).
+#[allow(clippy::type_complexity)]
+pub(crate) fn spawn_actor_with<P, M, F, T>(
+    origin: Origin<'_, P>,
+    name: Option<Arc<str>>,
+    f: F,
+) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let mut addr = None;
+    let h = spawn_with::<P, _, T>(origin, name, |life| mailbox::bind(life, f, &mut addr))?;
+    Ok((addr.expect("the body builder ran"), h))
+}
+
+/// Spawns an actor from inside an actor: the child runs at once
+/// (work-first), the caller continues when a worker picks it up again.
+/// [`SpawnError::NoRuntime`] on a plain thread (use `Runtime::spawn`).
+pub fn try_spawn<P, F, T>(f: F) -> Result<JoinHandle<T, P>, SpawnError>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_with::<P, F, T>(Origin::Here, None, |_| f)
+}
+
+/// [`try_spawn`] with a name (in join errors, `Down` notices and reports).
+pub fn try_spawn_named<P, F, T>(name: &str, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_with::<P, F, T>(Origin::Here, Some(Arc::from(name)), |_| f)
+}
+
+/// Spawns an actor with a mailbox from inside an actor (work-first, as
+/// [`try_spawn`]): `f` receives the mailbox; the caller gets its address
+/// and a join handle. The mailbox closes when `f` drops it (at the latest
+/// when the actor exits).
+#[allow(clippy::type_complexity)]
+pub fn try_spawn_actor<P, M, F, T>(f: F) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_actor_with::<P, M, F, T>(Origin::Here, None, f)
+}
+
+/// [`try_spawn_actor`] with a name.
+#[allow(clippy::type_complexity)]
+pub fn try_spawn_actor_named<P, M, F, T>(
+    name: &str,
+    f: F,
+) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_actor_with::<P, M, F, T>(Origin::Here, Some(Arc::from(name)), f)
+}
+
+/// Spawns an actor from inside an actor; the child runs at once
+/// (work-first) and the caller resumes when a worker picks it up again.
+///
+/// # Panics
+///
+/// Outside an actor (use `Runtime::spawn` there), or when no stack can be
+/// mapped ([`try_spawn`] returns these as errors instead).
+pub fn spawn<P, F, T>(f: F) -> JoinHandle<T, P>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn::<P, F, T>(f) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Spawns an actor with a mailbox from inside an actor (work-first): `f`
+/// receives the mailbox; the caller gets its address and a join handle.
+///
+/// # Panics
+///
+/// As [`spawn`]; [`try_spawn_actor`] returns the errors instead.
+#[allow(clippy::type_complexity)]
+pub fn spawn_actor<P, M, F, T>(f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn_actor::<P, M, F, T>(f) {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// [`spawn`] with a name (shown in join errors, `Down` notices, reports).
+pub fn spawn_named<P, F, T>(name: &str, f: F) -> JoinHandle<T, P>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn_named::<P, F, T>(name, f) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// [`spawn_actor`] with a name.
+#[allow(clippy::type_complexity)]
+pub fn spawn_actor_named<P, M, F, T>(name: &str, f: F) -> (Addr<M, P>, JoinHandle<T, P>)
+where
+    P: Platform,
+    M: Send + 'static,
+    F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match try_spawn_actor_named::<P, M, F, T>(name, f) {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    }
+}

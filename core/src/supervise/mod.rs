@@ -1,4 +1,5 @@
-//! Layer 7, supervision: supervisors that restart their children
-//! ([`supervisor`]).
+//! Layer 7, supervision: monitors, links and trapped exits ([`link`]) and
+//! the supervisors built on them ([`supervisor`]).
 
+pub mod link;
 pub mod supervisor;

@@ -38,7 +38,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use crate::actor::life::{ActorRef, Down};
+use crate::actor::exit::Down;
+use crate::actor::life::ActorRef;
 use crate::msg::channel::Sender;
 use crate::msg::mailbox::{Addr, Mailbox};
 use crate::seam::platform::Platform;

@@ -8,10 +8,7 @@
 //! `UnsafeCell` follows loom's shape (`with` / `with_mut` taking closures over
 //! raw pointers) so the same code compiles under both.
 //!
-//! Layer 1 (with [`lock`], the futex-based mutex built on them): imports
-//! only the seams.
-
-pub mod lock;
+//! Layer 0: imports nothing (under loom, the types are loom's).
 
 #[cfg(not(smarm_loom))]
 mod imp {

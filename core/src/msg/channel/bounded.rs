@@ -63,8 +63,8 @@ use super::{Arc, CapacityError, RecvError, RecvTimeoutError, SendError, TryRecvE
 use crate::msg::wait::Waiter;
 use crate::sched;
 use crate::sched::timer::PokeWith;
+use crate::seam::lock::Mutex;
 use crate::seam::platform::Platform;
-use crate::sync::lock::Mutex;
 use crate::sync::{AtomicUsize, Ordering, LOOM};
 use core::time::Duration;
 
@@ -240,7 +240,7 @@ impl<T, P: Platform> Bounded<T, P> {
         // B4.
         match thread {
             Some(t) => Waiter::Thread(t).wait::<P>(None),
-            None => sched::park::<P>(crate::rt::dump::WAIT_CHANNEL),
+            None => sched::park::<P>(crate::actor::WAIT_CHANNEL),
         }
         drop(listed);
         Slot::Retry

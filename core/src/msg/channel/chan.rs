@@ -84,7 +84,7 @@ use crate::seam::platform::Platform;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
 
 use super::{RecvError, RecvTimeoutError, TryRecvError};
-use crate::rt::dump::WAIT_CHANNEL;
+use crate::actor::WAIT_CHANNEL;
 use crate::sched::timer::Poke;
 
 /// `state` bit: every sender was dropped.

@@ -229,7 +229,7 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
         let inner = self.inner.clone();
         self.wait_value(Some(deadline_ns), move |d| {
             sched::park_until::<P>(
-                crate::rt::dump::WAIT_CHANNEL,
+                crate::actor::WAIT_CHANNEL,
                 d,
                 PokeWith(inner.clone(), |i: &Arc<Inner<T>>| i.poke()),
             )
@@ -304,7 +304,7 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
             // V3.
             match (&thread, deadline) {
                 (Some(t), d) => Waiter::Thread(t.clone()).wait::<P>(d),
-                (None, None) => sched::park::<P>(crate::rt::dump::WAIT_CHANNEL),
+                (None, None) => sched::park::<P>(crate::actor::WAIT_CHANNEL),
                 (None, Some(d)) => park_until(d),
             }
         }

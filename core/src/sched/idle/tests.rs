@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use super::Idle;
+use crate::seam::lock::FutexLock;
 use crate::seam::platform::Platform;
 use crate::seam::test_platform::{with_timeout, StdPlatform};
-use crate::sync::lock::FutexLock;
 
 type TestIdle = Idle<StdPlatform, FutexLock<StdPlatform>>;
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::vec::Vec;
 
 use super::Striped;
+use crate::seam::lock::FutexLock;
 use crate::seam::platform::Futex;
-use crate::sync::lock::FutexLock;
 
 /// A futex that never sleeps: `wait` returns at once (a spurious return,
 /// which the contract allows; callers loop), so the lock spins with yields.

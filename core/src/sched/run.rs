@@ -1,0 +1,191 @@
+//! One actor's turn on a worker: resume it, then act on the request it left
+//! (yield, park, spawn, exit, block, detach, rejoin, overflow).
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
+    /// Steps 2–4: runs `a` until it switches back, then carries out its
+    /// request. `inherit`: keep the current timeslice (the actor was handed
+    /// over by the last turn or woken into our run-next slot).
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the calling worker's context.
+    pub(crate) unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: Arc<Actor>, inherit: bool) -> Next {
+        // SAFETY: (whole body) `ctx` is ours; we own `a` (we took it from a
+        // queue/slot or were handed it), so its cells are ours until we
+        // publish it again.
+        unsafe {
+            let index = (*ctx).index;
+            let w = &self.core.workers[index];
+            // Relaxed: we own the actor; wakers only CAS from PARKED/RUNNING
+            // and their Release edge is the queue's or the state's.
+            a.state.store(RUNNING, Ordering::Relaxed);
+            // Relaxed: a hint. The flag is set once and never cleared; a
+            // worker that reads it late resumes this actor once more
+            // uncancelled and cancels it at a later resume (the exit
+            // decision in `idle` reads the flag with SeqCst).
+            if self.core.shutdown.load(Ordering::Relaxed) && *a.cancel.get() == CANCEL_NONE {
+                *a.cancel.get() = CANCEL_REQUESTED;
+            }
+            if !inherit && self.core.slice_cycles != 0 {
+                // A fresh slice, stamped by the first safe point (module doc).
+                (*ctx).slice_end = 0;
+            }
+            let monitored = self.core.hold_ns != 0;
+            // Relaxed: samples for dumps and the monitor, which tolerate
+            // staleness.
+            w.samples.running.store(a.id, Ordering::Relaxed);
+            if monitored {
+                (*ctx).resumes += 1;
+                // Relaxed: as above.
+                w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
+            }
+            (*ctx).current = Arc::as_ptr(&a);
+            resume_actor::<P>(&a);
+            (*ctx).current = ptr::null();
+            if monitored {
+                self.end_hold(w, index, a.id, (*ctx).resumes);
+            } else {
+                // Relaxed: as above.
+                w.samples.running.store(0, Ordering::Relaxed);
+            }
+            w.counters.switches(1);
+            match mem::replace(&mut *a.request.get(), Request::None) {
+                Request::Yield => {
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    self.push(a, &w.counters);
+                    Next::Find
+                }
+                Request::Park => {
+                    crate::seam::failpoint::hit(crate::seam::failpoint::Site::BeforeParkCas);
+                    // AcqRel: Release publishes the saved sp to the waker's
+                    // Acquire load; Acquire sees a NOTIFIED waker's writes.
+                    match a
+                        .state
+                        .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
+                    {
+                        Ok(_) => {
+                            // The waker's registration holds it now.
+                            crate::seam::failpoint::hit(crate::seam::failpoint::Site::AfterParkCas);
+                            Next::Find
+                        }
+                        Err(s) => {
+                            debug_assert_eq!(s, NOTIFIED);
+                            a.state.store(RUNNING, Ordering::Relaxed);
+                            Next::Run(a)
+                        }
+                    }
+                }
+                Request::Spawn(child) => {
+                    self.put_run_next(w, a);
+                    Next::Run(child)
+                }
+                Request::Exit(wake) => {
+                    crate::actor::sanitizer::retired(&a);
+                    if let Some(stack) = (*a.stack.get()).take() {
+                        self.core.pool.put(&mut (*ctx).stacks, stack);
+                    }
+                    self.retire(w, a, wake)
+                }
+                Request::Block => {
+                    self.core.blocked.fetch_add(1, Ordering::SeqCst);
+                    if !self.hand_off(index) {
+                        // No thread to take over (the OS refused one): the
+                        // call runs here and blocks this worker, as it
+                        // would without `blocking`; nothing is lost.
+                        self.core.blocked.fetch_sub(1, Ordering::SeqCst);
+                        return Next::Run(a);
+                    }
+                    // From here on this thread is no longer worker `index`:
+                    // it touches none of the worker's shared state again.
+                    P::set_current_worker(ptr::null_mut());
+                    resume_actor::<P>(&a);
+                    match mem::replace(&mut *a.request.get(), Request::None) {
+                        Request::Rejoin => {}
+                        _ => P::abort("smarm: an actor left a blocking call without rejoining"),
+                    }
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    self.push_outside(a);
+                    self.core.blocked.fetch_sub(1, Ordering::SeqCst);
+                    Next::Retire
+                }
+                Request::Detach => self.detached(ctx, index, a),
+                Request::Overflowed(wake) => {
+                    // The frames on the stack were abandoned without
+                    // unwinding and may have lent its memory out (scoped
+                    // threads, pinned wait nodes): never reuse or unmap it.
+                    // (Taking the descriptor out is the leak: `RawStack` has
+                    // no destructor, and the actor's drop no longer sees it.)
+                    let _leaked: Option<RawStack> = (*a.stack.get()).take();
+                    crate::actor::sanitizer::retired(&a);
+                    self.retire(w, a, wake)
+                }
+                // Back from a blocking call that ran on the worker (no
+                // thread could take over): a yield.
+                Request::Rejoin => {
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    self.push(a, &w.counters);
+                    Next::Find
+                }
+                Request::None => P::abort("smarm: an actor switched out without a request"),
+            }
+        }
+    }
+
+    /// `Request::Detach` (module doc, "Unwinding", step 3): hands worker
+    /// `index` to another thread and resumes the unwinding actor here,
+    /// with this context marked detached, until it sends `Rejoin`. If no
+    /// thread can take over (the OS refused one), this thread keeps the
+    /// duty and serves it again once the actor rejoins (meanwhile the
+    /// worker waits with the actor, as `blocking` without a thread does).
+    ///
+    /// # Safety
+    ///
+    /// As [`run`](Self::run); `a` has just switched out with `Detach`.
+    #[cold]
+    pub(crate) unsafe fn detached(&self, ctx: *mut WorkerCtx<P>, index: usize, a: Arc<Actor>) -> Next {
+        let core = &self.core;
+        core.blocked.fetch_add(1, Ordering::SeqCst);
+        core.unwinders.fetch_add(1, Ordering::SeqCst);
+        let handed = self.hand_off(index);
+        // SAFETY: (whole body) `ctx` is ours; we own `a` until it is queued.
+        unsafe {
+            // From here on, if `handed`, this thread is no longer worker
+            // `index`: neither it nor the actor touches that worker's
+            // shared state (the context's own caches stay ours).
+            (*ctx).detached = true;
+            (*ctx).current = Arc::as_ptr(&a);
+            resume_actor::<P>(&a);
+            (*ctx).current = ptr::null();
+            (*ctx).detached = false;
+            let req = mem::replace(&mut *a.request.get(), Request::None);
+            core.unwinders.fetch_sub(1, Ordering::SeqCst);
+            match req {
+                Request::Rejoin => {}
+                Request::Overflowed(wake) => {
+                    // Overflow recovery while detached: as in `run`, the
+                    // stack is abandoned; the joiner is woken through the
+                    // queue (this thread may own no worker).
+                    let _leaked: Option<RawStack> = (*a.stack.get()).take();
+                    crate::actor::sanitizer::retired(&a);
+                    if let Some(j) = self.end_actor(a, wake) {
+                        self.push_outside(j);
+                    }
+                    core.blocked.fetch_sub(1, Ordering::SeqCst);
+                    return if handed { Next::Retire } else { Next::Find };
+                }
+                _ => P::abort("smarm: a detached actor switched out without rejoining"),
+            }
+            if !handed {
+                core.blocked.fetch_sub(1, Ordering::SeqCst);
+                return Next::Run(a);
+            }
+            a.state.store(RUNNABLE, Ordering::Relaxed);
+            self.push_outside(a);
+            core.blocked.fetch_sub(1, Ordering::SeqCst);
+            Next::Retire
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Starting an actor: its control block around an entry, its first stack
+//! frame, and the entry trampoline every actor's stack begins in.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<P: Platform> RtCore<P> {
+    /// Reserves what a new actor needs (a stack, an id) and makes its
+    /// [`Life`]: from worker context `c`'s caches (its stack cache, its
+    /// block of ids), or, with `c` null (any other thread), from the shared
+    /// pool and counter.
+    ///
+    /// # Safety
+    ///
+    /// `c` is null or the calling thread's live worker context of this
+    /// runtime, with no other reference to it live.
+    pub(crate) unsafe fn reserve(
+        &self,
+        c: *mut WorkerCtx<P>,
+        name: Option<Arc<str>>,
+    ) -> Result<(Arc<Life>, RawStack), SpawnError> {
+        let (id, stack) = if c.is_null() {
+            let stack = self.pool.get_one()?;
+            // Relaxed: ids only need uniqueness.
+            (self.next_id.fetch_add(1, Ordering::Relaxed), stack)
+        } else {
+            // SAFETY: contract: `c` is this thread's context, unaliased.
+            let c = unsafe { &mut *c };
+            let stack = self.pool.get(&mut c.stacks)?;
+            if c.id_next == c.id_end {
+                // Relaxed: ids only need uniqueness.
+                c.id_next = self.next_id.fetch_add(ID_BLOCK, Ordering::Relaxed);
+                c.id_end = c.id_next + ID_BLOCK;
+            }
+            c.id_next += 1;
+            (c.id_next - 1, stack)
+        };
+        Ok((Life::new(id, name, stack.usable_range()), stack))
+    }
+
+    /// The control block of a new actor around `entry` on `stack` (from
+    /// [`reserve`](Self::reserve) with the same `c`), bootstrapped to start
+    /// in [`actor_entry`], counted and registered (in `c`'s registry shard,
+    /// or the outside one when `c` is null). The caller starts it.
+    ///
+    /// # Safety
+    ///
+    /// As [`reserve`](Self::reserve).
+    pub(crate) unsafe fn new_actor(
+        &self,
+        c: *mut WorkerCtx<P>,
+        life: Arc<Life>,
+        stack: RawStack,
+        entry: Entry,
+    ) -> Arc<Actor> {
+        let top = stack.top();
+        crate::actor::sanitizer::fresh_stack(stack.usable_range());
+        // SAFETY: written once by the builder before the runtime is shared.
+        let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
+        let actor = Arc::new(Actor::new(life.id, entry, stack, P::stack_free, rt, life.clone()));
+        // SAFETY: the `Life` is not shared yet beyond the mailbox made for
+        // this actor, whose handles nobody else holds yet.
+        unsafe { *life.actor.get() = Arc::downgrade(&actor) };
+        // SAFETY: `top` is the page-aligned end of a fresh mapping of at
+        // least the runtime's minimum stack size; `actor_entry::<P>` takes
+        // the actor pointer, which stays valid while the actor runs (its
+        // worker holds an Arc).
+        let sp =
+            unsafe { <P::Arch as Arch>::init_stack(top, actor_entry::<P>, Arc::as_ptr(&actor) as *mut u8) };
+        // SAFETY: the actor is not yet shared.
+        actor.sp.with_mut(|p| unsafe { *p = sp });
+        // Relaxed: a count; shutdown reads it after the workers' own edges.
+        self.live.fetch_add(1, Ordering::Relaxed);
+        if c.is_null() {
+            let outside = self.workers.len();
+            self.outside.shared_spawned(1);
+            self.registry[outside].add(outside as u32, &actor);
+        } else {
+            // SAFETY: contract, as in `reserve`.
+            let c = unsafe { &*c };
+            if !c.detached {
+                self.workers[c.index].counters.spawned(1);
+            }
+            self.registry[c.index].add(c.index as u32, &actor);
+        }
+        actor
+    }
+}
+
+/// Starts `child` work-first: the running actor `me` switches to it at
+/// once and waits in the run-next slot. No resume point after the switch:
+/// the caller gets the child's handle even if it was killed meanwhile
+/// (the kill unwinds it at its next resume point).
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor.
+pub(crate) unsafe fn start_here<P: Platform>(me: *const Actor, child: Arc<Actor>) {
+    // SAFETY: contract.
+    unsafe { suspend_no_resume_point::<P>(me, Request::Spawn(child)) };
+}
+
+/// Entry of every actor's stack: runs its body, then exits to the worker.
+unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! {
+    let me = arg as *const Actor;
+    // SAFETY: `arg` is the actor, kept alive by the worker running it; the
+    // running actor owns `sched_sp` and `entry`.
+    unsafe {
+        crate::actor::sanitizer::actor_started(&*me);
+        *(*me).sched_sp.get() = from;
+        let entry = (*(*me).entry.get()).take();
+        let wake = match entry {
+            Some(entry) => entry(&*me),
+            None => None,
+        };
+        *(*me).request.get() = Request::Exit(wake);
+        let to = *(*me).sched_sp.get();
+        crate::actor::sanitizer::actor_to_worker(&*me, true);
+        <P::Arch as Arch>::switch(to);
+    }
+    P::abort("smarm: an exited actor was resumed")
+}
+
+// ---------------------------------------------------------------------------
+// Worker side
+// ---------------------------------------------------------------------------

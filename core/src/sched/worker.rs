@@ -1,0 +1,479 @@
+//! The worker loop: scheduling wakes, the run-next slot, finding work (own
+//! queue, stealing, timers), idling, an actor's end, and the worker thread's
+//! body (the module doc's "One worker turn").
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
+    fn schedule(&self, a: Arc<Actor>) {
+        let c = ctx::<P>();
+        // SAFETY: a non-null context is this thread's live worker context.
+        // A detached one's worker is served by another thread (its slot is
+        // not ours to fill): queue instead.
+        if !c.is_null() && ptr::eq(unsafe { (*c).core }, &self.core) && unsafe { !(*c).detached } {
+            // The wake-slot handoff: the woken actor runs next here.
+            // SAFETY: as above.
+            let w = &self.core.workers[unsafe { (*c).index }];
+            self.put_run_next(w, a);
+        } else {
+            self.core.outside.shared_enqueued(1);
+            self.queue.push(a);
+            if self.core.idle.notify_one() {
+                self.core.outside.shared_wakeups(1);
+            }
+        }
+    }
+
+    fn unpark(&self, word: &AtomicU32) {
+        P::wake_all(word);
+    }
+}
+
+/// Switches from the worker's stack into actor `a` and returns when it
+/// switches back, its sp saved (the sanitizers told of both switches).
+///
+/// # Safety
+///
+/// The caller owns `a` (it took it from a queue or slot, or was handed it)
+/// and is the worker (or detached host) that runs it on this thread.
+#[inline(always)]
+pub(crate) unsafe fn resume_actor<P: Platform>(a: &Actor) {
+    // SAFETY: contract: we own `a`'s `sp` cell until we publish it again.
+    unsafe {
+        let to = *a.sp.get();
+        let san = crate::actor::sanitizer::worker_to_actor(a);
+        let back = <P::Arch as Arch>::switch(to);
+        crate::actor::sanitizer::worker_resumed(san);
+        *a.sp.get() = back;
+    }
+}
+
+/// What a worker does after running an actor.
+pub(crate) enum Next {
+    /// Search for work.
+    Find,
+    /// Run this actor at once (it inherits the timeslice).
+    Run(Arc<Actor>),
+    /// Leave worker duty: another thread serves this worker now.
+    Retire,
+}
+
+/// Why [`run_worker`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkerExit {
+    /// The runtime finished.
+    Finished,
+    /// A blocking call handed this worker to another thread.
+    Retired,
+}
+
+impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
+    /// Queues a runnable actor and wakes a sleeping worker if needed.
+    #[inline]
+    pub(crate) fn push(&self, a: Arc<Actor>, counters: &Counters) {
+        // Counted before the push: once pushed, another worker may pop and
+        // finish the actor before we would count it, and a snapshot taken
+        // after its join would see dequeued > enqueued.
+        counters.enqueued(1);
+        self.queue.push(a);
+        if self.core.idle.notify_one() {
+            counters.wakeups(1);
+        }
+    }
+
+    /// [`push`](Self::push) from a thread that is not (or no longer) a
+    /// worker: counted in the outside block.
+    pub(crate) fn push_outside(&self, a: Arc<Actor>) {
+        self.core.outside.shared_enqueued(1);
+        self.queue.push(a);
+        if self.core.idle.notify_one() {
+            self.core.outside.shared_wakeups(1);
+        }
+    }
+
+    /// Puts `a` in worker `w`'s run-next slot; a displaced actor is queued.
+    #[inline]
+    pub(crate) fn put_run_next(&self, w: &WorkerShared, a: Arc<Actor>) {
+        let old = w.run_next.put(Arc::into_raw(a) as *mut Actor);
+        if !old.is_null() {
+            // SAFETY: the slot holds `Arc::into_raw` pointers; `put` handed
+            // the displaced one to us.
+            self.push(unsafe { Arc::from_raw(old) }, &w.counters);
+        }
+    }
+
+    pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<Arc<Actor>> {
+        let p = slot.take();
+        // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
+        (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+    }
+
+    /// Consecutive run-next runs before the queue is served first. With
+    /// timeslices on, an actor woken into the slot inherits its waker's
+    /// slice, so a ping-pong pair yields when their shared slice is spent
+    /// and needs no cap (the cap would hand the queue a full slice for
+    /// every three of the pair's turns).
+    #[inline]
+    pub(crate) fn run_next_cap(&self) -> u32 {
+        if self.core.slice_cycles != 0 {
+            u32::MAX
+        } else {
+            RUN_NEXT_CAP
+        }
+    }
+
+    /// Step 1 of a turn, short of sleeping. The flag says whether the actor
+    /// came from this worker's own run-next slot (it inherits the slice).
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the calling worker's context.
+    pub(crate) unsafe fn find_work(&self, ctx: *mut WorkerCtx<P>) -> Option<(Arc<Actor>, bool)> {
+        // SAFETY: `ctx` is ours (caller contract).
+        let (index, streak) = unsafe { ((*ctx).index, &mut (*ctx).streak) };
+        let me = &self.core.workers[index];
+        if P::SEEDED_SCHEDULE {
+            self.seeded_pick(me);
+        }
+        if *streak < self.run_next_cap() {
+            if let Some(a) = Self::take_slot(&me.run_next) {
+                *streak += 1;
+                me.counters.run_next(1);
+                return Some((a, true));
+            }
+        }
+        *streak = 0;
+        if let Some(a) = self.pop_queue(me) {
+            return Some((a, false));
+        }
+        // The cap skipped the slot and the queue was empty: run the slot.
+        if let Some(a) = Self::take_slot(&me.run_next) {
+            me.counters.run_next(1);
+            return Some((a, false));
+        }
+        // Last pass: another worker's run-next slot, after a grace period
+        // in which its owner may take it itself.
+        let n = self.core.workers.len();
+        for k in 1..n {
+            let victim = &self.core.workers[(index + k) % n];
+            let seen = victim.run_next.peek();
+            if seen.is_null() {
+                continue;
+            }
+            for _ in 0..STEAL_GRACE_SPINS {
+                <P::Arch as Arch>::spin_hint();
+            }
+            if victim.run_next.peek() != seen {
+                continue;
+            }
+            if let Some(a) = Self::take_slot(&victim.run_next) {
+                me.counters.steals(1);
+                return Some((a, false));
+            }
+        }
+        None
+    }
+
+    /// Deterministic testing: lets the platform's seeded policy choose the
+    /// next actor. The worker's run-next actor joins the queue's tail, then
+    /// the queue rotates by `P::pick(len)` (the skipped actors re-queue in
+    /// order), so the usual pop below takes the chosen one. O(queue) per
+    /// turn; only a seeded port (one worker thread running at a time, so
+    /// the rotation is not raced) compiles it in.
+    #[cold]
+    pub(crate) fn seeded_pick(&self, me: &WorkerShared) {
+        if let Some(a) = Self::take_slot(&me.run_next) {
+            me.counters.enqueued(1);
+            self.queue.push(a);
+        }
+        let n = self.queue.len();
+        if n < 2 {
+            return;
+        }
+        for _ in 0..P::pick(n) % n {
+            match self.queue.pop() {
+                Some(a) => self.queue.push(a),
+                None => break,
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
+        if let Some(a) = self.queue.pop() {
+            me.counters.dequeue_at(self.queue.len() as u64 + 1);
+            // Chain wake: more work than this worker takes, and sleepers.
+            if self.core.idle.sleepers() > 0 && !self.queue.is_empty() && self.core.idle.notify_one() {
+                me.counters.wakeups(1);
+            }
+            return Some(a);
+        }
+        None
+    }
+
+    pub(crate) fn has_work(&self) -> bool {
+        !self.queue.is_empty()
+            // Relaxed: a probe; the idle protocol's fences order it.
+            || self.core.workers.iter().any(|w| !w.run_next.peek().is_null())
+            || self.core.finished.load(Ordering::Relaxed)
+    }
+
+    /// Fires the timers due now, if any may be (a Relaxed hint first).
+    #[inline]
+    pub(crate) fn fire_timers(&self, w: &WorkerShared) {
+        let t = &self.core.timers;
+        let mut now = 0;
+        if t.maybe_due(|| {
+            now = P::now_ns();
+            now
+        }) {
+            let n = t.fire(now);
+            w.counters.timer_fires(n);
+        }
+    }
+
+    /// Nothing to run: sleep (until the earliest timer, for the one worker
+    /// that claims them), or decide the worker is done. Returns `true` when
+    /// the worker should exit.
+    pub(crate) fn idle(&self, index: usize) -> bool {
+        let core = &self.core;
+        if core.finished.load(Ordering::SeqCst) {
+            return true;
+        }
+        if core.shutdown.load(Ordering::SeqCst) && core.timers.next() != timer::NEVER {
+            // Shutdown does not wait for timers: fire them all now, so
+            // sleepers and timed waits resume and are cancelled (their
+            // joiners see `Cancelled`) instead of being abandoned.
+            let n = core.timers.fire(u64::MAX);
+            core.workers[index].counters.timer_fires(n);
+            return false;
+        }
+        if core.shutdown.load(Ordering::SeqCst) {
+            // Every worker idle with nothing queued and nobody inside a
+            // blocking call: the remaining actors (if any) are parked with
+            // nobody left to wake them. Wake them (from the registry) so
+            // they resume, are cancelled and unwind; an actor that swallows
+            // the cancellation and parks again is left after a few sweeps.
+            let others_idle = core.idle.sleepers() as usize + 1 >= core.workers.len();
+            let blocked = core.blocked.load(Ordering::SeqCst);
+            // Read after `blocked` (both SeqCst): an unwinder leaving
+            // decrements this first, so a stale pair errs towards "a
+            // blocking call is in flight" (no sweep yet).
+            let unwinders = core.unwinders.load(Ordering::SeqCst);
+            if core.live.load(Ordering::SeqCst) == 0 {
+                self.finish();
+                return true;
+            }
+            // Detached unwinders may wait on parked actors: sweep those
+            // while they wait, but finish only once they are back.
+            if others_idle && blocked == unwinders {
+                // Relaxed: a bound on retries, not a protocol.
+                if core.sweeps.fetch_add(1, Ordering::Relaxed) < SHUTDOWN_SWEEPS && self.wake_parked() > 0 {
+                    return false;
+                }
+                // A plain thread's wake (a send from outside) may have
+                // queued an actor since `find_work` looked: run it rather
+                // than abandon it (loom: `loom_shutdown.rs`,
+                // `outside_wake_races_the_sweep`). A push after this look
+                // is left over, as `Runtime::stop` documents.
+                if self.has_work() {
+                    return false;
+                }
+                if blocked == 0 {
+                    self.finish();
+                    return true;
+                }
+            }
+        }
+        let w = &core.workers[index];
+        // Due timers first: what they wake lands in our run-next slot, and
+        // the sleep below re-checks it.
+        self.fire_timers(w);
+        let t = &core.timers;
+        let claimed = t.claim(index);
+        let deadline = if claimed { t.next() } else { timer::NEVER };
+        let slept = core.idle.sleep(
+            index,
+            || {
+                self.has_work()
+                    || (claimed && t.changed(deadline))
+                    // At shutdown, the last worker to go idle must not
+                    // sleep: it decides that the runtime is finished (two
+                    // workers checking `others_idle` at once both see the
+                    // other awake; once on the list, the later sees both).
+                    || (core.shutdown.load(Ordering::SeqCst)
+                        && core.idle.sleepers() as usize >= core.workers.len())
+            },
+            (deadline != timer::NEVER).then_some(deadline),
+        );
+        if claimed {
+            t.release(index);
+            // Timers remain and other workers sleep without a deadline:
+            // hand the role to one of them (we may be about to run a long
+            // actor).
+            if t.next() != timer::NEVER && core.idle.sleepers() > 0 {
+                core.idle.notify_one();
+            }
+        }
+        if slept {
+            w.counters.parks(1);
+        }
+        // Whatever woke us, timers may be due.
+        self.fire_timers(w);
+        false
+    }
+
+    /// An actor ended (its stack already dealt with): marks it done, drops
+    /// the worker's reference, and wakes its joiner into the run-next slot.
+    pub(crate) fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Next {
+        if let Some(j) = self.end_actor(a, wake) {
+            self.put_run_next(w, j);
+        }
+        Next::Find
+    }
+
+    /// The bookkeeping of an actor's end, wherever it ended: marks it done,
+    /// drops the caller's reference and counts it gone; returns its joiner
+    /// if that must now be scheduled.
+    pub(crate) fn end_actor(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Option<Arc<Actor>> {
+        // Release: a joiner never reads it; debugging aid only.
+        a.state.store(DONE, Ordering::Release);
+        self.unregister(&a);
+        drop(a);
+        let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
+        if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
+            self.core.idle.notify_all();
+        }
+        wake.and_then(Actor::wake)
+    }
+
+    /// Takes an ended actor out of the registry (dumps).
+    pub(crate) fn unregister(&self, a: &Actor) {
+        // Relaxed: the shard bits never change after registration, which
+        // happened before the actor first ran; `remove` re-reads under the
+        // shard's lock.
+        let reg = a.reg.load(Ordering::Relaxed);
+        if reg != crate::actor::UNREGISTERED {
+            self.core.registry[(reg >> 32) as usize].remove(a);
+        }
+    }
+}
+
+/// The body of a worker thread: serves worker `index` (taking it over from
+/// a thread inside a blocking call if `took_over`), then, if a blocking
+/// call took it off duty, waits as a spare to take over another worker.
+pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(
+    shared: &Shared<P, Q>,
+    index: usize,
+    took_over: bool,
+) {
+    let mut index = index;
+    let mut took_over = took_over;
+    while run_worker(shared, index, took_over) == WorkerExit::Retired {
+        if P::panicking() {
+            // An unwind on this thread never ended (an actor overflowed its
+            // stack while detached and unwinding): its panic count stays
+            // raised, so it must not run actors again.
+            return;
+        }
+        took_over = true;
+        let spare = Arc::new(Spare {
+            word: AtomicU32::new(0),
+        });
+        {
+            let mut list = shared.core.spares.lock();
+            // Under the lock: `finish` sets `finished` before draining the
+            // list under it, so either it drains us or we see the flag.
+            if shared.core.finished.load(Ordering::SeqCst) {
+                return;
+            }
+            list.push(spare.clone());
+        }
+        loop {
+            // Acquire: pairs with the Release store in `hand_off`/`finish`.
+            match spare.word.load(Ordering::Acquire) {
+                0 => P::wait(&spare.word, 0, None),
+                SPARE_EXIT => return,
+                i => {
+                    index = i as usize - 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Serves worker `index` until the runtime finishes or a blocking call
+/// retires this thread from it. `took_over`: the worker's previous thread
+/// handed it over for a blocking call (counted here, by the worker's new
+/// single writer of its counters).
+pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
+    shared: &Shared<P, Q>,
+    index: usize,
+    took_over: bool,
+) -> WorkerExit {
+    let mut ctx = WorkerCtx::<P> {
+        core: &shared.core,
+        index,
+        current: ptr::null(),
+        detached: false,
+        stacks: Vec::new(),
+        nodes: NodeCache::new(),
+        streak: 0,
+        id_next: 0,
+        id_end: 0,
+        slice_end: if shared.core.slice_cycles != 0 {
+            0
+        } else {
+            u64::MAX
+        },
+        slice_cycles: shared.core.slice_cycles,
+        budget: SAFE_POINT_BUDGET,
+        timer_turns: TIMER_CHECK_TURNS,
+        resumes: 0,
+    };
+    let ctxp: *mut WorkerCtx<P> = &mut ctx;
+    P::set_current_worker(ctxp.cast());
+    let w = &shared.core.workers[index];
+    if took_over {
+        w.counters.blocking_handoffs(1);
+    }
+    let mut next = Next::Find;
+    let exit = loop {
+        // SAFETY: `ctxp` is this worker's context; no reference to it is
+        // held across a switch.
+        unsafe {
+            (*ctxp).timer_turns -= 1;
+            if (*ctxp).timer_turns == 0 {
+                (*ctxp).timer_turns = TIMER_CHECK_TURNS;
+                shared.fire_timers(w);
+            }
+        }
+        if P::SEEDED_SCHEDULE {
+            P::turn_point();
+        }
+        let (a, inherit) = match mem::replace(&mut next, Next::Find) {
+            Next::Run(a) => (a, true),
+            Next::Retire => break WorkerExit::Retired,
+            // SAFETY: `ctxp` is this worker's context.
+            Next::Find => match unsafe { shared.find_work(ctxp) } {
+                Some(found) => found,
+                None => {
+                    if shared.idle(index) {
+                        break WorkerExit::Finished;
+                    }
+                    continue;
+                }
+            },
+        };
+        // SAFETY: `ctxp` is this worker's context.
+        next = unsafe { shared.run(ctxp, a, inherit) };
+    };
+    P::set_current_worker(ptr::null_mut());
+    // SAFETY: the worker loop has ended; nothing else uses the context.
+    let stacks = unsafe { &mut (*ctxp).stacks };
+    shared.core.pool.free_local(stacks);
+    // (The node cache frees its blocks when `ctx` drops.)
+    exit
+}
