@@ -17,7 +17,7 @@ pub enum ExitReason {
     Normal,
     /// It panicked, with this message.
     Panicked(String),
-    /// It was killed ([`ActorRef::kill`], or a linked actor ended abnormally).
+    /// It was killed ([`ActorRef::kill`](crate::ActorRef::kill), or a linked actor ended abnormally).
     Killed,
     /// The runtime shut down before it ended.
     Cancelled,
@@ -69,7 +69,7 @@ pub struct Down {
 #[derive(Debug)]
 pub struct Killed;
 
-/// Why [`JoinHandle::join`] has no value to give.
+/// Why [`JoinHandle::join`](crate::JoinHandle::join) has no value to give.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinError {
     /// The actor panicked; the panic's message (or a placeholder when the

@@ -1,4 +1,4 @@
-//! What outlives an actor's control block ([`Life`]: id, name, kill flag,
+//! What outlives an actor's control block (`Life`: id, name, kill flag,
 //! exit hooks, trap, mailbox counters) and the [`ActorRef`] that points at
 //! it. The operations built on them (monitors, links, trapping exits) are
 //! in `crate::supervise::link`; the model they implement is described there.
@@ -374,7 +374,7 @@ impl Drop for Life {
 /// A reference to an actor that does not keep it alive (its stack and
 /// control block go when it ends; the reference keeps only its id, name
 /// and exit reason): kill it, monitor it, link to it. Get one from a
-/// `JoinHandle`, an `Addr` or [`current`].
+/// `JoinHandle`, an `Addr` or [`current`](crate::current).
 pub struct ActorRef<P: Platform> {
     pub(crate) life: Arc<Life>,
     pub(crate) _p: PhantomData<fn() -> P>,

@@ -33,7 +33,7 @@
 //!
 //! Receiver, finding the queue empty, by the state it finds:
 //! - `IDLE`:
-//!   1. writes its [`Waiter`] into `waiter`;
+//!   1. writes its `Waiter` into `waiter`;
 //!   2. CAS `IDLE → WAITING` (SeqCst);
 //!   3. re-checks the queue with a SeqCst load of its tail
 //!      ([`MpscQueue::is_empty_sc`]); if a message is there, CAS

@@ -12,6 +12,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// # Safety
     ///
     /// `ctx` is the calling worker's context.
+    // long fn: one match arm per request, each a few lines of state-word
+    // protocol that reads best next to the others (the loom replica in
+    // core/tests/loom_shutdown.rs mirrors it as one step); split, the arms
+    // would pass the worker's state through a dozen helpers.
     pub(crate) unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: Arc<Actor>, inherit: bool) -> Next {
         // SAFETY: (whole body) `ctx` is ours; we own `a` (we took it from a
         // queue/slot or were handed it), so its cells are ours until we
