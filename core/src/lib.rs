@@ -29,17 +29,32 @@ pub(crate) mod spawn;
 pub(crate) mod supervise;
 pub mod sync;
 
-// The module paths the ports, tests, benches and fuzz targets use.
-pub use actor::life;
-pub use lockfree::{mpsc, node_cache, ring, slot};
+// The modules a user or a port author names: the seams a port implements
+// (`platform`, `arch`, `sync`'s atomics in the `Futex` signature, `lock`'s
+// `FutexLock`, `overflow`'s handler half), and the API's own modules.
 pub use msg::channel;
-#[doc(hidden)]
-pub use msg::mailbox;
 pub use rt::dump;
+pub use sched::local;
 pub use sched::overflow;
-pub use sched::{counters, idle, local, queue, timer};
 pub use seam::{arch, error, failpoint, lock, platform};
 pub use supervise::supervisor;
+
+// Core's internals, exported only for core's own loom models and tests,
+// the benches and the fuzz targets: the `internals` feature (or a loom
+// build). Not part of the API and without any stability promise; the
+// feature changes no code, only what is reachable.
+#[cfg(any(feature = "internals", smarm_loom))]
+#[doc(hidden)]
+pub use actor::life;
+#[cfg(any(feature = "internals", smarm_loom))]
+#[doc(hidden)]
+pub use lockfree::{mpsc, node_cache, ring, slot};
+#[cfg(any(feature = "internals", smarm_loom))]
+#[doc(hidden)]
+pub use msg::mailbox;
+#[cfg(any(feature = "internals", smarm_loom))]
+#[doc(hidden)]
+pub use sched::{counters, idle, queue, timer};
 
 pub use actor::Cancelled;
 /// Loom models only: the actor state word's wake and in-place wait, the

@@ -336,6 +336,7 @@ impl<T> MpscQueue<T> {
     ///
     /// Consumer only, as for [`pop`](Self::pop), and `f` does not pop from
     /// this queue.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
     pub unsafe fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
         // SAFETY: consumer-owned (contract).
         let head = self.head.with(|p| unsafe { *p });

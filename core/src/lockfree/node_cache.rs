@@ -197,6 +197,7 @@ impl NodeCache {
     }
 
     /// Blocks held over all classes.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
     pub fn cached(&self) -> usize {
         self.cached
     }

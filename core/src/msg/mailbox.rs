@@ -152,6 +152,7 @@ impl<M, P: Platform> fmt::Debug for Addr<M, P> {
 /// A mailbox not bound to any actor (id 0), for models and tests that drive
 /// the protocol from plain threads.
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals", smarm_loom))]
 pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
     pair::<M, P>(Life::new(0, None, (0, 0)))
 }

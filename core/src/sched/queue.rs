@@ -28,7 +28,9 @@ pub mod striped;
 #[cfg(all(test, not(smarm_loom)))]
 mod tests;
 
-pub use striped::{Striped, StripedQueue};
+#[cfg(any(test, feature = "internals", smarm_loom))]
+pub use striped::Striped;
+pub use striped::StripedQueue;
 
 /// What the scheduler queues: a runnable actor.
 pub type Runnable = Arc<Actor>;

@@ -212,6 +212,7 @@ impl<T> TimerHeap<T> {
     }
 
     /// `len() == 0`.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

@@ -156,6 +156,7 @@ impl<T, L: RawLock> Striped<T, L> {
     }
 
     /// `len() == 0` (approximate, as `len` is).
+    #[cfg(any(test, feature = "internals", smarm_loom))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
