@@ -180,9 +180,54 @@ fn builder_rejects_bad_values_with_typed_errors() {
 #[test]
 fn spawn_outside_an_actor_is_an_error_not_a_crash() {
     assert_eq!(smarm::try_spawn(|| 1).err(), Some(SpawnError::NoRuntime));
+    assert_eq!(
+        smarm::try_spawn_named("n", || 1).err(),
+        Some(SpawnError::NoRuntime)
+    );
+    assert_eq!(
+        smarm::try_spawn_actor::<u8, _, _>(|_mb| 1).err(),
+        Some(SpawnError::NoRuntime)
+    );
+    assert_eq!(
+        smarm::try_spawn_actor_named::<u8, _, _>("n", |_mb| 1).err(),
+        Some(SpawnError::NoRuntime)
+    );
     assert_eq!(smarm::current_id(), None);
     assert_eq!(smarm::current_worker(), None);
     smarm::yield_now(); // a plain thread just yields
+}
+
+/// Every port exports the whole spawn family (`port_api!`); the named,
+/// fallible forms work from inside an actor, the child runs first
+/// (work-first) and carries its name.
+#[test]
+fn the_whole_spawn_family_inside_an_actor() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let names = rt.block_on(|| {
+            let ran = Arc::new(AtomicBool::new(false));
+            let r = ran.clone();
+            let a = smarm::try_spawn_named("a", move || {
+                r.store(true, Ordering::SeqCst);
+                smarm::current_name()
+            })
+            .unwrap();
+            // Work-first: the child ran before the parent got its handle back.
+            let first = ran.load(Ordering::SeqCst);
+            let (addr, b) = smarm::try_spawn_actor_named("b", |mut mb: smarm::Mailbox<u32>| {
+                (smarm::current_name(), mb.recv())
+            })
+            .unwrap();
+            addr.send(7).unwrap();
+            let (bn, got) = b.join().unwrap();
+            (first, a.join().unwrap(), bn, got)
+        });
+        let (first, an, bn, got) = names;
+        assert!(first, "try_spawn_named runs the child first");
+        assert_eq!(an.as_deref(), Some("a"));
+        assert_eq!(bn.as_deref(), Some("b"));
+        assert_eq!(got, 7);
+    });
 }
 
 #[test]

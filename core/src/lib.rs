@@ -297,6 +297,28 @@ macro_rules! port_api {
             $crate::spawn_actor_named::<$platform, M, F, T>(name, f)
         }
 
+        /// [`spawn_named`], returning errors instead of panicking.
+        pub fn try_spawn_named<F, T>(name: &str, f: F) -> Result<JoinHandle<T>, SpawnError>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_named::<$platform, F, T>(name, f)
+        }
+
+        /// [`spawn_actor_named`], returning errors instead of panicking.
+        pub fn try_spawn_actor_named<M, F, T>(
+            name: &str,
+            f: F,
+        ) -> Result<(Addr<M>, JoinHandle<T>), SpawnError>
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_actor_named::<$platform, M, F, T>(name, f)
+        }
+
         /// A reference to the calling actor; `None` on a plain thread.
         pub fn current() -> Option<ActorRef> {
             $crate::current::<$platform>()
