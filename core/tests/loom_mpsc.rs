@@ -1,5 +1,5 @@
 #![cfg(smarm_loom)]
-//! Loom models of `smarm_core::mpsc::MpscQueue`: conservation (each item
+//! Loom models of `smarm_core::mpsc_queue::MpscQueue`: conservation (each item
 //! exactly once, each producer's items in order), spent-node reuse, the
 //! consumer role moving between threads, drop, and the park protocol's
 //! Dekker pair (no lost wake-up), with a broken variant that loom must catch.
@@ -17,7 +17,7 @@
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use smarm_core::mpsc::{MpscQueue, Node, Pop};
+use smarm_core::mpsc_queue::{MpscQueue, Node, Pop};
 
 /// Runs `f` under loom with a preemption bound of 2 unless
 /// `LOOM_MAX_PREEMPTIONS` asks for another.
@@ -275,7 +275,7 @@ enum Receiver {
     Runnable,
 }
 
-/// The park protocol's Dekker pair (module docs of `mpsc`): a receiver finds
+/// The park protocol's Dekker pair (module docs of `mpsc_queue`): a receiver finds
 /// the mailbox empty and parks, racing a sender. `announce_first` is the
 /// correct order (announce WAITING, then check); `false` checks before
 /// announcing, which can lose the wake-up.

@@ -1,9 +1,9 @@
 //! Layer 2, the lock-free data structures: the MPMC [`ring`], the intrusive
-//! MPSC queue ([`mpsc`]) behind mailboxes and channels, the one-value
+//! MPSC queue ([`mpsc_queue`]) behind mailboxes and channels, the one-value
 //! [`slot`], and the per-worker [`node_cache`] of queue nodes. They know
 //! nothing of actors; each runs under Miri and has its loom model.
 
-pub mod mpsc;
+pub mod mpsc_queue;
 pub mod node_cache;
 pub mod ring;
 pub mod slot;

@@ -21,7 +21,7 @@
 //! > It may be freed by [`NodeCache::free`] on *any* cache or by
 //! > [`NodeCache::free_global`], given `L` or any layout with the same block
 //! > layout; never by `dealloc` with `L` itself (unless `L` is already a block
-//! > layout, as [`Node::layout`](crate::lockfree::mpsc::Node::layout) is).
+//! > layout, as [`Node::layout`](crate::lockfree::mpsc_queue::Node::layout) is).
 //!
 //! # The cache
 //!

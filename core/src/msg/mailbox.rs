@@ -83,7 +83,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::actor::WAIT_MAILBOX;
-use crate::lockfree::mpsc::{MpscQueue, Pop};
+use crate::lockfree::mpsc_queue::{MpscQueue, Pop};
 use crate::msg::wait::Waiter;
 use crate::sched;
 use crate::sched::timer::PokeWith;
@@ -292,7 +292,7 @@ impl<M: Send> CloseDead for Shared<M> {
         unsafe {
             self.queue.drain(|m, node| {
                 drop(m);
-                crate::lockfree::mpsc::Node::<M>::free_global(node);
+                crate::lockfree::mpsc_queue::Node::<M>::free_global(node);
             });
         }
     }

@@ -135,7 +135,7 @@ use crate::actor::{
     schedule, Actor, Cancelled, Request, Schedule, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE,
     NOTIFIED, PARKED, RUNNABLE, RUNNING,
 };
-use crate::lockfree::mpsc::Node;
+use crate::lockfree::mpsc_queue::Node;
 use crate::lockfree::node_cache::NodeCache;
 use crate::lockfree::slot::Slot;
 use crate::sched::counters::Counters;

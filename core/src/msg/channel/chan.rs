@@ -77,7 +77,7 @@ use core::ptr;
 use alloc::sync::Arc;
 
 use crate::actor::Actor;
-use crate::lockfree::mpsc::{MpscQueue, Pop};
+use crate::lockfree::mpsc_queue::{MpscQueue, Pop};
 use crate::msg::wait::{ThreadWaiter, Waiter};
 use crate::sched;
 use crate::seam::platform::Platform;
