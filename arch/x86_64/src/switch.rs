@@ -51,6 +51,11 @@
 //! caller-saved registers it needs around it as for any call. Disassemble
 //! with `objdump -d --no-show-raw-insn target/release/deps/<bin> | grep -A40
 //! smarm_x86_64_switch`.
+//!
+//! Both functions carry CFI (assembled into an FDE each; the directives emit
+//! no instructions): the switch's rules follow rsp through every push and
+//! pop and hold on either stack, as both frames have the same layout; the
+//! trampoline's say it has no return address, so unwinders end there.
 
 use core::arch::{asm, naked_asm};
 
@@ -69,28 +74,63 @@ pub struct X86_64;
 #[unsafe(naked)]
 pub unsafe extern "C" fn smarm_x86_64_switch(to: *mut u8) -> *mut u8 {
     naked_asm!(
-        // On entry: rdi = target sp; [rsp] = our return address.
-        "push rbp",         // save callee-saved rbp
-        "push rbx",         // save callee-saved rbx
-        "push r12",         // save callee-saved r12
-        "push r13",         // save callee-saved r13
-        "push r14",         // save callee-saved r14
-        "push r15",         // save callee-saved r15
-        "sub rsp, 8",       // room for MXCSR + x87 CW; rsp is now 16-aligned
-        "stmxcsr [rsp]",    // save the SSE control/status register
-        "fnstcw [rsp + 4]", // save the x87 control word
-        "mov rax, rsp",     // our saved sp becomes the other side's return value
-        "mov rsp, rdi",     // switch stacks: from here on we run on the target
-        "ldmxcsr [rsp]",    // restore the target's SSE control/status register
-        "fldcw [rsp + 4]",  // restore the target's x87 control word
-        "add rsp, 8",       // drop the control-word slot
-        "pop r15",          // restore callee-saved r15
-        "pop r14",          // restore callee-saved r14
-        "pop r13",          // restore callee-saved r13
-        "pop r12",          // restore callee-saved r12
-        "pop rbx",          // restore callee-saved rbx
-        "pop rbp",          // restore callee-saved rbp
-        "ret",              // resume the target where it called us (or its trampoline)
+        // On entry: rdi = target sp; [rsp] = where to resume this context;
+        // rsp + 8 is 16-aligned, as at every call.
+        //
+        // The CFI tracks the CFA (the caller's rsp before its `call`) through
+        // each push and names the slot of each saved register. Both sides of
+        // the switch have the same frame layout, so the rules stay true after
+        // `mov rsp, rdi`: a debugger stopped anywhere in the shim unwinds into
+        // whichever context rsp belongs to at that instant.
+        ".cfi_startproc",         // CFI: open the unwind entry (CFA = rsp + 8, rip at CFA - 8)
+        "push rbp",               // save callee-saved rbp
+        ".cfi_def_cfa_offset 16", // CFI: the CFA is now rsp + 16
+        ".cfi_offset rbp, -16",   // CFI: rbp saved at CFA - 16
+        "push rbx",               // save callee-saved rbx
+        ".cfi_def_cfa_offset 24", // CFI: the CFA is now rsp + 24
+        ".cfi_offset rbx, -24",   // CFI: rbx saved at CFA - 24
+        "push r12",               // save callee-saved r12
+        ".cfi_def_cfa_offset 32", // CFI: the CFA is now rsp + 32
+        ".cfi_offset r12, -32",   // CFI: r12 saved at CFA - 32
+        "push r13",               // save callee-saved r13
+        ".cfi_def_cfa_offset 40", // CFI: the CFA is now rsp + 40
+        ".cfi_offset r13, -40",   // CFI: r13 saved at CFA - 40
+        "push r14",               // save callee-saved r14
+        ".cfi_def_cfa_offset 48", // CFI: the CFA is now rsp + 48
+        ".cfi_offset r14, -48",   // CFI: r14 saved at CFA - 48
+        "push r15",               // save callee-saved r15
+        ".cfi_def_cfa_offset 56", // CFI: the CFA is now rsp + 56
+        ".cfi_offset r15, -56",   // CFI: r15 saved at CFA - 56
+        "sub rsp, 8",             // room for MXCSR + x87 CW; rsp is now 16-aligned
+        ".cfi_def_cfa_offset 64", // CFI: the CFA is now rsp + 64 (the whole frame)
+        "stmxcsr [rsp]",          // save MXCSR (control bits callee-saved; status bits ride along)
+        "fnstcw [rsp + 4]",       // save the x87 control word
+        "mov rax, rsp",           // our saved sp: the resumed side's return value
+        "mov rsp, rdi",           // switch stacks: from here on we run on the target
+        "ldmxcsr [rsp]",          // restore the target's MXCSR
+        "fldcw [rsp + 4]",        // restore the target's x87 control word
+        "add rsp, 8",             // drop the control-word slot
+        ".cfi_def_cfa_offset 56", // CFI: the CFA is now rsp + 56
+        "pop r15",                // restore the target's r15
+        ".cfi_def_cfa_offset 48", // CFI: the CFA is now rsp + 48
+        ".cfi_restore r15",       // CFI: r15 holds the caller's value again
+        "pop r14",                // restore the target's r14
+        ".cfi_def_cfa_offset 40", // CFI: the CFA is now rsp + 40
+        ".cfi_restore r14",       // CFI: r14 holds the caller's value again
+        "pop r13",                // restore the target's r13
+        ".cfi_def_cfa_offset 32", // CFI: the CFA is now rsp + 32
+        ".cfi_restore r13",       // CFI: r13 holds the caller's value again
+        "pop r12",                // restore the target's r12
+        ".cfi_def_cfa_offset 24", // CFI: the CFA is now rsp + 24
+        ".cfi_restore r12",       // CFI: r12 holds the caller's value again
+        "pop rbx",                // restore the target's rbx
+        ".cfi_def_cfa_offset 16", // CFI: the CFA is now rsp + 16
+        ".cfi_restore rbx",       // CFI: rbx holds the caller's value again
+        "pop rbp",                // restore the target's rbp
+        ".cfi_def_cfa_offset 8",  // CFI: back to the entry rule, CFA = rsp + 8
+        ".cfi_restore rbp",       // CFI: rbp holds the caller's value again
+        "ret",                    // resume the target where it called us (or its trampoline)
+        ".cfi_endproc",           // CFI: close the unwind entry
     )
 }
 
@@ -101,10 +141,13 @@ pub unsafe extern "C" fn smarm_x86_64_switch(to: *mut u8) -> *mut u8 {
 #[unsafe(naked)]
 unsafe extern "C" fn smarm_x86_64_trampoline() -> ! {
     naked_asm!(
-        "mov rdi, rax", // first argument: the sp of the context that switched in
-        "mov rsi, rbx", // second argument: the arg given to init_stack
-        "call r12",     // entry(from, arg); rsp is 16-aligned before the call
-        "ud2",          // entry never returns: trap if it does
+        ".cfi_startproc",     // CFI: open this function's unwind entry
+        ".cfi_undefined rip", // CFI: no return address: the outermost frame of this stack
+        "mov rdi, rax",       // first argument: the sp of the context that switched in
+        "mov rsi, rbx",       // second argument: init_stack's arg
+        "call r12",           // entry(from, arg); rsp is 16-aligned before the call
+        "ud2",                // entry never returns: trap if it does
+        ".cfi_endproc",       // CFI: close the unwind entry
     )
 }
 
