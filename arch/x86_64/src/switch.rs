@@ -120,7 +120,7 @@
 //!   specific data register)"; gs base on Darwin): every context on a worker
 //!   thread sees that thread's thread-locals, and a context that resumes on
 //!   another worker sees the new one's (docs/platforms.md, "Thread-locals and
-//!   migration"; core/src/sched.rs).
+//!   migration"; core/src/sched/mod.rs).
 //! - The signal mask and the alternate signal stack: per thread, and the
 //!   switch makes no system call (unlike `swapcontext`, which switches the
 //!   mask with `rt_sigprocmask`).
