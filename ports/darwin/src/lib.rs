@@ -60,6 +60,9 @@
 //! `mprotect`ed `PROT_NONE` as the guard. Pages are 16 KiB on Apple silicon:
 //! the size comes from `sysconf(_SC_PAGESIZE)`, never a constant. `ENOMEM`
 //! becomes [`StackError::OutOfMaps`](smarm_core::StackError::OutOfMaps).
+//! Darwin has no small per-process limit on map entries like Linux's
+//! `vm.max_map_count`, so, unlike Linux, the port maps stacks until the
+//! kernel refuses. The code is shared with Linux: `smarm_unix::stack`.
 //!
 //! **Threads: `std::thread::Builder`** (so std's thread-locals, names and
 //! panic machinery work) with a small OS stack (only the scheduler loop runs
@@ -91,7 +94,6 @@ mod clock;
 #[path = "../../linux/src/fault.rs"]
 mod fault;
 mod lock;
-mod stack;
 // The same `mincore(2)` reading as the Linux port (one copy of the code).
 #[path = "../../linux/src/stackinfo.rs"]
 mod stackinfo;
@@ -179,7 +181,7 @@ unsafe impl Platform for Darwin {
     }
 
     fn page_size() -> usize {
-        stack::page_size()
+        smarm_unix::page_size()
     }
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
@@ -202,13 +204,13 @@ unsafe impl Platform for Darwin {
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, smarm_core::StackError> {
-        stack::alloc(usable)
+        smarm_unix::stack::alloc(usable)
     }
 
     unsafe fn stack_free(stack: RawStack) {
         // SAFETY: forwarded contract (the stack came from `stack_alloc` and
         // nothing runs on it).
-        unsafe { stack::free(stack) }
+        unsafe { smarm_unix::stack::free(stack) }
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {

@@ -18,7 +18,9 @@
 //!   guarded stack costs two entries of `vm.max_map_count` (65530 by
 //!   default); an ENOMEM is reported as `StackError::OutOfMaps` with that
 //!   advice. `MAP_GROWSDOWN` is rejected: the kernel's stack-guard gap logic
-//!   makes it fragile and it buys nothing for fixed-size stacks.
+//!   makes it fragile and it buys nothing for fixed-size stacks. The mapping
+//!   is shared with Darwin (`smarm_unix::stack`); the cap on mapped stacks
+//!   (`StackError::MapReserve`) is this port's.
 //! - Threads: `std::thread` (pthreads), with a small OS stack since actors
 //!   run on their own stacks.
 //! - Stack overflow: a SIGSEGV/SIGBUS handler on a per-worker alternate
@@ -63,10 +65,6 @@ type Host = Linux;
 
 /// OS thread stack for workers: they run the scheduler loop only.
 const WORKER_THREAD_STACK: usize = 256 * 1024;
-
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
 
 fn timespec_from_ns(ns: u64) -> libc::timespec {
     libc::timespec {
@@ -164,13 +162,7 @@ unsafe impl Platform for Linux {
     }
 
     fn page_size() -> usize {
-        // SAFETY: sysconf has no preconditions.
-        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if p > 0 {
-            p as usize
-        } else {
-            4096
-        }
+        smarm_unix::page_size()
     }
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
@@ -217,7 +209,7 @@ unsafe impl Platform for Linux {
                 max_map_count: limit.max_map_count,
             });
         }
-        let r = map_stack(usable);
+        let r = smarm_unix::stack::alloc(usable);
         if r.is_err() {
             STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
         }
@@ -225,8 +217,9 @@ unsafe impl Platform for Linux {
     }
 
     unsafe fn stack_free(stack: RawStack) {
-        // SAFETY: the caller passes a mapping from `stack_alloc`, unused now.
-        unsafe { libc::munmap(stack.base.cast(), stack.len) };
+        // SAFETY: the caller passes a stack from `stack_alloc` (made by
+        // `smarm_unix::stack::alloc`) that nothing runs on now.
+        unsafe { smarm_unix::stack::free(stack) };
         // Relaxed: a count (see `stack_alloc`).
         STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
     }
@@ -282,50 +275,6 @@ fn stack_map_limit() -> MapLimit {
             stacks: max_map_count.saturating_sub(reserve) / 2,
             max_map_count,
         }
-    })
-}
-
-/// A failed stack mapping's errno as a `StackError` (ENOMEM: out of maps).
-fn stack_error(errno: i32) -> StackError {
-    if errno == libc::ENOMEM {
-        StackError::OutOfMaps { errno }
-    } else {
-        StackError::Os { errno }
-    }
-}
-
-/// Maps one guarded stack (see the crate doc).
-fn map_stack(usable: usize) -> Result<RawStack, StackError> {
-    let page = Linux::page_size();
-    let usable = usable.div_ceil(page) * page;
-    let len = usable + page;
-    // SAFETY: an anonymous private mapping at a kernel-chosen address
-    // touches no existing memory.
-    let base = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        let e = errno();
-        return Err(stack_error(e));
-    }
-    // SAFETY: `[base, base + page)` lies inside the mapping just made.
-    if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-        let e = errno();
-        // SAFETY: unmapping exactly the mapping made above.
-        unsafe { libc::munmap(base, len) };
-        return Err(stack_error(e));
-    }
-    Ok(RawStack {
-        base: base.cast(),
-        len,
-        guard: page,
     })
 }
 

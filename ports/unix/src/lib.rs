@@ -1,0 +1,27 @@
+//! smarm-unix: what smarm's POSIX ports share, the way std's
+//! `sys/pal/unix` holds what its Unix targets share.
+//!
+//! `smarm-linux` and `smarm-darwin` implement core's `Platform` and call
+//! into this crate for every part that is the same POSIX code on both:
+//!
+//! - [`stack`]: actor stacks (`mmap` with a `PROT_NONE` guard page) and the
+//!   page size.
+//!
+//! The ports keep only what differs: the wait/wake word (futex vs
+//! `os_sync`/ulock), the raw lock (core's futex lock vs `os_unfair_lock`),
+//! the clock, Linux's cap on mapped stacks (`vm.max_map_count`), Darwin's
+//! worker QoS class. This crate implements no `Platform` itself; where the
+//! shared code needs the port, it is generic over `P: Platform`.
+//!
+//! Where POSIX systems differ in a detail (a mapping flag, the signal
+//! context's register names), the difference is a `cfg` here, next to the
+//! code it changes, as in std.
+#![cfg(unix)]
+#![warn(missing_docs)]
+
+pub mod stack;
+
+pub use stack::page_size;
+
+#[cfg(test)]
+mod tests;
