@@ -81,7 +81,8 @@
 //!
 //! **Stack overflow: `sigaltstack` + a SIGSEGV/SIGBUS handler** that
 //! reports an actor hitting its guard page and aborts, and passes every
-//! other fault to the handler that was there before (see `fault.rs`).
+//! other fault to the handler that was there before (`smarm_unix::fault`,
+//! shared with Linux; its module doc lists Darwin's differences).
 //!
 //! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)`,
 //! `std::panic::catch_unwind`/`resume_unwind` at an actor's edge, and an
@@ -90,13 +91,7 @@
 #![warn(missing_docs)]
 
 mod clock;
-// One copy of the overflow handler for both ports (see its module doc).
-#[path = "../../linux/src/fault.rs"]
-mod fault;
 mod lock;
-// The same `mincore(2)` reading as the Linux port (one copy of the code).
-#[path = "../../linux/src/stackinfo.rs"]
-mod stackinfo;
 mod thread;
 mod wait;
 
@@ -122,9 +117,6 @@ cfg_if::cfg_if! {
 /// The Darwin (macOS) implementation of core's [`Platform`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Darwin;
-
-/// This port's platform, as the shared `fault.rs` names it.
-type Host = Darwin;
 
 impl Darwin {
     /// The wait/wake backend this process uses: `"os_sync_wait_on_address"`
@@ -214,7 +206,7 @@ unsafe impl Platform for Darwin {
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
-        stackinfo::touched(lo, hi, Self::page_size())
+        smarm_unix::stackinfo::touched(lo, hi, Self::page_size())
     }
 
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {

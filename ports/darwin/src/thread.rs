@@ -21,14 +21,14 @@ pub(crate) fn spawn(
     name: String,
     f: Box<dyn FnOnce() + Send>,
 ) -> Result<std::thread::JoinHandle<()>, ThreadError> {
-    crate::fault::install_handler();
+    smarm_unix::fault::install_handler::<crate::Darwin>();
     std::thread::Builder::new()
         .name(name)
         .stack_size(WORKER_THREAD_STACK)
         .spawn(move || {
             set_worker_qos();
             // An overflowing actor has no stack left for a handler.
-            let _alt = crate::fault::AltStack::install();
+            let _alt = smarm_unix::fault::AltStack::install();
             f();
         })
         .map_err(|e| ThreadError {

@@ -25,7 +25,7 @@
 //!   run on their own stacks.
 //! - Stack overflow: a SIGSEGV/SIGBUS handler on a per-worker alternate
 //!   signal stack reports an actor that hits its guard page and aborts
-//!   (see `fault.rs`).
+//!   (`smarm_unix::fault`, shared with Darwin).
 //! - Clock: `CLOCK_MONOTONIC` (the futex deadline's clock).
 //! - The current-worker slot: a `#[thread_local]`-backed `Cell` behind
 //!   `#[inline(never)]` accessors, so LLVM cannot keep a thread-local's
@@ -37,8 +37,6 @@
 
 use core::ptr;
 use std::cell::Cell;
-
-mod fault;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use smarm_core::lock::FutexLock;
@@ -59,9 +57,6 @@ cfg_if::cfg_if! {
 /// The Linux platform (a zero-sized type; users never name it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Linux;
-
-/// This port's platform, as the shared `fault.rs` names it.
-type Host = Linux;
 
 /// OS thread stack for workers: they run the scheduler loop only.
 const WORKER_THREAD_STACK: usize = 256 * 1024;
@@ -124,8 +119,6 @@ unsafe impl Futex for Linux {
     }
 }
 
-mod stackinfo;
-
 thread_local! {
     static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
 }
@@ -167,13 +160,13 @@ unsafe impl Platform for Linux {
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
-        fault::install_handler();
+        smarm_unix::fault::install_handler::<Linux>();
         std::thread::Builder::new()
             .name(name)
             .stack_size(WORKER_THREAD_STACK)
             .spawn(move || {
                 // An overflowing actor has no stack left for a handler.
-                let _alt = fault::AltStack::install();
+                let _alt = smarm_unix::fault::AltStack::install();
                 f();
             })
             .map_err(|e| ThreadError {
@@ -225,7 +218,7 @@ unsafe impl Platform for Linux {
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
-        stackinfo::touched(lo, hi, Self::page_size())
+        smarm_unix::stackinfo::touched(lo, hi, Self::page_size())
     }
 
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
@@ -282,9 +275,10 @@ smarm_core::port_api!(Linux);
 
 #[cfg(test)]
 mod tests {
+    use smarm_core::fault::{current_stack, overflow_at};
     use smarm_core::lock::{FutexLock, Mutex};
 
-    use crate::Linux;
+    use crate::{Linux, Runtime};
 
     #[test]
     fn failed_try_lock_leaves_the_holders_lock_held() {
@@ -302,5 +296,46 @@ mod tests {
         *g += 1;
         drop(g);
         assert_eq!(*m.lock(), 1);
+    }
+
+    #[test]
+    fn core_sees_the_running_actors_stack_and_guard() {
+        assert_eq!(
+            current_stack::<Linux>(),
+            None,
+            "a plain thread has no actor stack"
+        );
+        assert_eq!(overflow_at::<Linux>(0x1000), None);
+        let rt = Runtime::builder()
+            .workers(1)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        let (id, b, local, hits) = rt.block_on(|| {
+            let local = 0u8;
+            let b = current_stack::<Linux>().expect("an actor has a stack");
+            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Linux>);
+            let local = core::hint::black_box(&local) as *const u8 as usize;
+            (crate::current_id().unwrap(), b, local, hits)
+        });
+        // (Under ASan with detect_stack_use_after_return, an escaping local
+        // lives on ASan's heap-allocated fake stack instead.)
+        if !cfg!(smarm_asan) {
+            assert!(
+                b.low <= local && local < b.top,
+                "a local lies in the bounds: {b:?} {local:#x}"
+            );
+        }
+        assert_eq!(b.usable(), 64 * 1024);
+        let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
+        assert_eq!(
+            (first.actor, first.usable, first.guard.clone()),
+            (id, 64 * 1024, b.guard())
+        );
+        assert_eq!(hits[1].as_ref().map(|o| o.addr), Some(b.low - 1));
+        assert!(
+            hits[2].is_none() && hits[3].is_none(),
+            "outside the guard: {hits:?}"
+        );
     }
 }

@@ -6,6 +6,9 @@
 //!
 //! - [`stack`]: actor stacks (`mmap` with a `PROT_NONE` guard page) and the
 //!   page size.
+//! - [`stackinfo`]: an actor stack's high-water mark, from `mincore(2)`.
+//! - [`fault`]: the SIGSEGV/SIGBUS handler that reports (or recovers from)
+//!   an actor's stack overflow, on a per-worker alternate signal stack.
 //!
 //! The ports keep only what differs: the wait/wake word (futex vs
 //! `os_sync`/ulock), the raw lock (core's futex lock vs `os_unfair_lock`),
@@ -19,7 +22,9 @@
 #![cfg(unix)]
 #![warn(missing_docs)]
 
+pub mod fault;
 pub mod stack;
+pub mod stackinfo;
 
 pub use stack::page_size;
 
