@@ -92,7 +92,6 @@
 
 mod clock;
 mod lock;
-mod thread;
 mod wait;
 
 use std::io::Write as _;
@@ -169,7 +168,7 @@ unsafe impl Platform for Darwin {
     }
 
     fn cpu_count() -> usize {
-        thread::cpu_count()
+        smarm_unix::thread::cpu_count()
     }
 
     fn page_size() -> usize {
@@ -178,21 +177,21 @@ unsafe impl Platform for Darwin {
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
-        thread::spawn(name, f)
+        smarm_unix::thread::spawn::<Darwin>(name, f)
     }
 
     fn join_thread(thread: Self::Thread) {
-        thread::join(thread);
+        smarm_unix::thread::join(thread);
     }
 
     #[inline(never)]
     fn current_worker() -> *mut () {
-        thread::current_worker()
+        smarm_unix::thread::current_worker()
     }
 
     #[inline(never)]
     fn set_current_worker(worker: *mut ()) {
-        thread::set_current_worker(worker);
+        smarm_unix::thread::set_current_worker(worker);
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, smarm_core::StackError> {

@@ -9,6 +9,8 @@
 //! - [`stackinfo`]: an actor stack's high-water mark, from `mincore(2)`.
 //! - [`fault`]: the SIGSEGV/SIGBUS handler that reports (or recovers from)
 //!   an actor's stack overflow, on a per-worker alternate signal stack.
+//! - [`thread`]: worker threads (std's, with a small OS stack and the
+//!   alternate signal stack), the CPU count, and the current-worker slot.
 //!
 //! The ports keep only what differs: the wait/wake word (futex vs
 //! `os_sync`/ulock), the raw lock (core's futex lock vs `os_unfair_lock`),
@@ -25,6 +27,7 @@
 pub mod fault;
 pub mod stack;
 pub mod stackinfo;
+pub mod thread;
 
 pub use stack::page_size;
 
