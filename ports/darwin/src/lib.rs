@@ -72,19 +72,23 @@
 //! scheduler may keep it on the efficiency cores of Apple silicon, where one
 //! slow worker holding a wake-slot hand-off delays its peers.
 //! `QOS_CLASS_USER_INTERACTIVE` is left to the application's main/UI thread.
+//! The threads are smarm-unix's (`smarm_unix::thread`, shared with Linux);
+//! the QoS call is this port's own.
 //!
 //! **Current worker: a `thread_local!` behind `#[inline(never)]` accessors.**
 //! An actor may resume on another worker; LLVM may keep a thread-local's
 //! address in a register across the context switch (llvm#98479), which
 //! crashed a may-based server in release builds on macOS aarch64
-//! (generator-rs#79). An opaque call re-reads it every time.
+//! (generator-rs#79). An opaque call re-reads it every time. The slot is
+//! smarm-unix's; the `#[inline(never)]` boundary is this port's.
 //!
 //! **Stack overflow: `sigaltstack` + a SIGSEGV/SIGBUS handler** that
 //! reports an actor hitting its guard page and aborts, and passes every
 //! other fault to the handler that was there before (`smarm_unix::fault`,
 //! shared with Linux; its module doc lists Darwin's differences).
 //!
-//! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)`,
+//! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)` (through std's
+//! `available_parallelism`),
 //! `std::panic::catch_unwind`/`resume_unwind` at an actor's edge, and an
 //! abort that prints its message first.
 #![cfg(target_vendor = "apple")]
@@ -92,9 +96,8 @@
 
 mod clock;
 mod lock;
+mod qos;
 mod wait;
-
-use std::io::Write as _;
 
 use smarm_core::sync::AtomicU32;
 use smarm_core::{Futex, PanicPayload, Platform, RawStack, ThreadError};
@@ -158,8 +161,7 @@ unsafe impl Platform for Darwin {
     const NAME: &'static str = "darwin";
 
     fn yield_thread() {
-        // SAFETY: sched_yield has no preconditions; it cannot fail on Darwin.
-        unsafe { libc::sched_yield() };
+        smarm_unix::yield_thread();
     }
 
     #[inline]
@@ -177,7 +179,10 @@ unsafe impl Platform for Darwin {
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
-        smarm_unix::thread::spawn::<Darwin>(name, f)
+        smarm_unix::thread::spawn::<Darwin>(name, move || {
+            qos::set_worker_qos();
+            f();
+        })
     }
 
     fn join_thread(thread: Self::Thread) {
@@ -221,16 +226,8 @@ unsafe impl Platform for Darwin {
     }
 
     fn abort(msg: &str) -> ! {
-        abort(msg)
+        smarm_unix::abort(msg)
     }
-}
-
-/// Prints `msg` to stderr and aborts. A closed or failing stderr is ignored
-/// (`eprintln!` would panic there, and this must not).
-#[cold]
-fn abort(msg: &str) -> ! {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    std::process::abort()
 }
 
 // The user API (`Runtime`, `Builder`, `spawn`, `yield_now`, ...), with

@@ -22,21 +22,24 @@
 //!   is shared with Darwin (`smarm_unix::stack`); the cap on mapped stacks
 //!   (`StackError::MapReserve`) is this port's.
 //! - Threads: `std::thread` (pthreads), with a small OS stack since actors
-//!   run on their own stacks.
+//!   run on their own stacks (`smarm_unix::thread`, shared with Darwin).
 //! - Stack overflow: a SIGSEGV/SIGBUS handler on a per-worker alternate
 //!   signal stack reports an actor that hits its guard page and aborts
 //!   (`smarm_unix::fault`, shared with Darwin).
 //! - Clock: `CLOCK_MONOTONIC` (the futex deadline's clock).
-//! - The current-worker slot: a `#[thread_local]`-backed `Cell` behind
-//!   `#[inline(never)]` accessors, so LLVM cannot keep a thread-local's
-//!   address in a register across a context switch (llvm#98479) when an
-//!   actor migrates between workers.
+//! - The current-worker slot: a `thread_local!` `Cell` (smarm-unix's)
+//!   behind this port's `#[inline(never)]` accessors, so LLVM cannot keep a
+//!   thread-local's address in a register across a context switch
+//!   (llvm#98479) when an actor migrates between workers.
+//!
+//! What this crate holds itself is what differs from Darwin: the futex,
+//! the clock, the cap on mapped stacks. Everything else POSIX is
+//! `smarm-unix`'s.
 #![cfg(target_os = "linux")]
 // README's examples run as doctests here, so README stays true.
 #![doc = include_str!("../../../README.md")]
 
 use core::ptr;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use smarm_core::lock::FutexLock;
@@ -57,9 +60,6 @@ cfg_if::cfg_if! {
 /// The Linux platform (a zero-sized type; users never name it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Linux;
-
-/// OS thread stack for workers: they run the scheduler loop only.
-const WORKER_THREAD_STACK: usize = 256 * 1024;
 
 fn timespec_from_ns(ns: u64) -> libc::timespec {
     libc::timespec {
@@ -119,10 +119,6 @@ unsafe impl Futex for Linux {
     }
 }
 
-thread_local! {
-    static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
-}
-
 // SAFETY: `current_worker` returns what this thread last stored (a plain
 // thread-local) and is `#[inline(never)]`, so it is an opaque call at every
 // use; stacks are mapped with a PROT_NONE guard page below the usable range
@@ -136,8 +132,7 @@ unsafe impl Platform for Linux {
     const NAME: &'static str = "linux";
 
     fn yield_thread() {
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { libc::sched_yield() };
+        smarm_unix::yield_thread();
     }
 
     fn now_ns() -> u64 {
@@ -151,7 +146,7 @@ unsafe impl Platform for Linux {
     }
 
     fn cpu_count() -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        smarm_unix::thread::cpu_count()
     }
 
     fn page_size() -> usize {
@@ -160,34 +155,21 @@ unsafe impl Platform for Linux {
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
-        smarm_unix::fault::install_handler::<Linux>();
-        std::thread::Builder::new()
-            .name(name)
-            .stack_size(WORKER_THREAD_STACK)
-            .spawn(move || {
-                // An overflowing actor has no stack left for a handler.
-                let _alt = smarm_unix::fault::AltStack::install();
-                f();
-            })
-            .map_err(|e| ThreadError {
-                message: e.to_string(),
-            })
+        smarm_unix::thread::spawn::<Linux>(name, f)
     }
 
     fn join_thread(thread: Self::Thread) {
-        // A worker's loop catches actor panics; a panic in the scheduler
-        // itself has already been reported by the panic hook.
-        let _ = thread.join();
+        smarm_unix::thread::join(thread);
     }
 
     #[inline(never)]
     fn current_worker() -> *mut () {
-        CURRENT_WORKER.with(|c| c.get())
+        smarm_unix::thread::current_worker()
     }
 
     #[inline(never)]
     fn set_current_worker(worker: *mut ()) {
-        CURRENT_WORKER.with(|c| c.set(worker));
+        smarm_unix::thread::set_current_worker(worker);
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {
@@ -234,10 +216,7 @@ unsafe impl Platform for Linux {
     }
 
     fn abort(msg: &str) -> ! {
-        use std::io::Write;
-        // Not eprintln!: it panics if stderr is closed, and we are aborting.
-        let _ = writeln!(std::io::stderr(), "{msg}");
-        std::process::abort()
+        smarm_unix::abort(msg)
     }
 }
 

@@ -11,6 +11,7 @@
 //!   an actor's stack overflow, on a per-worker alternate signal stack.
 //! - [`thread`]: worker threads (std's, with a small OS stack and the
 //!   alternate signal stack), the CPU count, and the current-worker slot.
+//! - [`yield_thread`] (`sched_yield`) and [`abort`] (print, then abort).
 //!
 //! The ports keep only what differs: the wait/wake word (futex vs
 //! `os_sync`/ulock), the raw lock (core's futex lock vs `os_unfair_lock`),
@@ -30,6 +31,22 @@ pub mod stackinfo;
 pub mod thread;
 
 pub use stack::page_size;
+
+/// Gives up the rest of the OS thread's time slice (`sched_yield`).
+pub fn yield_thread() {
+    // SAFETY: sched_yield has no preconditions (and cannot fail on Linux
+    // or Darwin).
+    unsafe { libc::sched_yield() };
+}
+
+/// Prints `msg` to stderr and aborts. A closed or failing stderr is ignored
+/// (`eprintln!` would panic there, and this must not: we are aborting).
+#[cold]
+pub fn abort(msg: &str) -> ! {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{msg}");
+    std::process::abort()
+}
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,7 @@
-//! Unit tests of the shared code that needs no port (the port-level tests,
-//! through `Platform`, are in each port).
+//! Unit tests of the shared code that needs no port: stacks, stack info,
+//! the current-worker slot, the alternate signal stack. The tests through
+//! `Platform` (a runtime, the fault handler's view of an actor) are in
+//! each port.
 
 use smarm_core::StackError;
 
@@ -41,4 +43,69 @@ fn impossible_stack_is_an_error_not_a_panic() {
         stack::alloc(usize::MAX / 2),
         Err(StackError::OutOfMaps { .. } | StackError::Os { .. })
     ));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri does not support mprotect or mincore")]
+fn touched_counts_from_the_top_down_to_the_lowest_resident_page() {
+    let page = crate::page_size();
+    let stack = stack::alloc(8 * page).unwrap();
+    let (lo, hi) = stack.usable_range();
+    // SAFETY: the top two pages of the usable range are mapped read-write.
+    unsafe { core::ptr::write_bytes((hi - 2 * page) as *mut u8, 1, 2 * page) };
+    let touched = crate::stackinfo::touched(lo, hi, page).expect("mincore works on a mapped range");
+    assert!(
+        (2 * page..=8 * page).contains(&touched),
+        "{touched} bytes of {}",
+        8 * page
+    );
+    assert_eq!(crate::stackinfo::touched(hi, hi, page), None, "an empty range");
+    assert_eq!(crate::stackinfo::touched(lo + 1, hi, page), None, "unaligned");
+    // SAFETY: from `stack::alloc`; nothing runs on it.
+    unsafe { stack::free(stack) };
+}
+
+#[test]
+fn current_worker_is_per_thread() {
+    let mut here = 0u8;
+    let p = (&raw mut here).cast::<()>();
+    assert!(crate::thread::current_worker().is_null());
+    crate::thread::set_current_worker(p);
+    assert_eq!(crate::thread::current_worker(), p);
+    std::thread::spawn(|| assert!(crate::thread::current_worker().is_null()))
+        .join()
+        .unwrap();
+    crate::thread::set_current_worker(core::ptr::null_mut());
+}
+
+/// The calling thread's alternate signal stack.
+fn alt_stack_now() -> libc::stack_t {
+    let mut cur = core::mem::MaybeUninit::<libc::stack_t>::zeroed();
+    // SAFETY: a query (null new stack) into a valid out-pointer.
+    let rc = unsafe { libc::sigaltstack(core::ptr::null(), cur.as_mut_ptr()) };
+    assert_eq!(rc, 0);
+    // SAFETY: zero-initialised, then written by the kernel.
+    unsafe { cur.assume_init() }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri does not support sigaltstack")]
+fn alt_stack_is_installed_and_put_back() {
+    std::thread::spawn(|| {
+        let before = alt_stack_now();
+        let alt = crate::fault::AltStack::install().expect("an alternate stack maps");
+        let during = alt_stack_now();
+        assert_eq!(during.ss_flags & libc::SS_DISABLE, 0);
+        assert!(during.ss_size >= crate::fault::ALT_STACK_SIZE);
+        assert_eq!(during.ss_sp as usize % crate::page_size(), 0);
+        drop(alt);
+        let after = alt_stack_now();
+        if before.ss_flags & libc::SS_DISABLE != 0 {
+            assert_ne!(after.ss_flags & libc::SS_DISABLE, 0, "disabled again");
+        } else {
+            assert_eq!((after.ss_sp, after.ss_size), (before.ss_sp, before.ss_size));
+        }
+    })
+    .join()
+    .unwrap();
 }

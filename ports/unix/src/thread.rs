@@ -1,14 +1,13 @@
-//! Worker threads, their QoS class, and the current-worker slot.
+//! Worker threads, the CPU count, and the current-worker slot.
 
 use core::cell::Cell;
 
 use smarm_core::{Platform, ThreadError};
 
-/// Online CPUs (at least 1).
+/// Online CPUs (at least 1; std's count: on Linux within the affinity mask
+/// and cgroup quota, on Darwin `sysconf(_SC_NPROCESSORS_ONLN)`).
 pub fn cpu_count() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    usize::try_from(n).unwrap_or(1).max(1)
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// OS stack for a worker thread: it runs only the scheduler loop (actors run
@@ -16,18 +15,19 @@ pub fn cpu_count() -> usize {
 const WORKER_THREAD_STACK: usize = 256 * 1024;
 
 /// Starts a worker thread: std's thread (names, thread-locals, panics work
-/// as usual) that first raises its own QoS class (see the crate doc).
+/// as usual) that maps its alternate signal stack, then runs `f` (a port's
+/// own per-thread start-up goes first in `f`). Before that, installs the
+/// overflow handler for `P`, once per process
+/// ([`crate::fault::install_handler`]).
 pub fn spawn<P: Platform>(
     name: String,
-    f: Box<dyn FnOnce() + Send>,
+    f: impl FnOnce() + Send + 'static,
 ) -> Result<std::thread::JoinHandle<()>, ThreadError> {
     crate::fault::install_handler::<P>();
     std::thread::Builder::new()
         .name(name)
         .stack_size(WORKER_THREAD_STACK)
         .spawn(move || {
-            #[cfg(target_vendor = "apple")]
-            set_worker_qos();
             // An overflowing actor has no stack left for a handler.
             let _alt = crate::fault::AltStack::install();
             f();
@@ -41,18 +41,6 @@ pub fn spawn<P: Platform>(
 /// through the panic hook; its payload is dropped here.
 pub fn join(thread: std::thread::JoinHandle<()>) {
     let _ = thread.join();
-}
-
-/// Asks for the user-initiated QoS class. It is a scheduling hint: if the
-/// call fails (a sandbox or an older system), the thread runs at the
-/// default class, which is correct, only slower on some cores.
-#[cfg(target_vendor = "apple")]
-fn set_worker_qos() {
-    if cfg!(miri) {
-        return; // Miri does not model QoS classes
-    }
-    // SAFETY: applies to the calling thread only; no pointers involved.
-    let _ = unsafe { libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_USER_INITIATED, 0) };
 }
 
 std::thread_local! {
