@@ -60,6 +60,9 @@
 //! `mprotect`ed `PROT_NONE` as the guard. Pages are 16 KiB on Apple silicon:
 //! the size comes from `sysconf(_SC_PAGESIZE)`, never a constant. `ENOMEM`
 //! becomes [`StackError::OutOfMaps`](smarm_core::StackError::OutOfMaps).
+//! Darwin has no small per-process limit on map entries like Linux's
+//! `vm.max_map_count`, so, unlike Linux, the port maps stacks until the
+//! kernel refuses. The code is shared with Linux: `smarm_unix::stack`.
 //!
 //! **Threads: `std::thread::Builder`** (so std's thread-locals, names and
 //! panic machinery work) with a small OS stack (only the scheduler loop runs
@@ -69,36 +72,32 @@
 //! scheduler may keep it on the efficiency cores of Apple silicon, where one
 //! slow worker holding a wake-slot hand-off delays its peers.
 //! `QOS_CLASS_USER_INTERACTIVE` is left to the application's main/UI thread.
+//! The threads are smarm-unix's (`smarm_unix::thread`, shared with Linux);
+//! the QoS call is this port's own.
 //!
 //! **Current worker: a `thread_local!` behind `#[inline(never)]` accessors.**
 //! An actor may resume on another worker; LLVM may keep a thread-local's
 //! address in a register across the context switch (llvm#98479), which
 //! crashed a may-based server in release builds on macOS aarch64
-//! (generator-rs#79). An opaque call re-reads it every time.
+//! (generator-rs#79). An opaque call re-reads it every time. The slot is
+//! smarm-unix's; the `#[inline(never)]` boundary is this port's.
 //!
 //! **Stack overflow: `sigaltstack` + a SIGSEGV/SIGBUS handler** that
 //! reports an actor hitting its guard page and aborts, and passes every
-//! other fault to the handler that was there before (see `fault.rs`).
+//! other fault to the handler that was there before (`smarm_unix::fault`,
+//! shared with Linux; its module doc lists Darwin's differences).
 //!
-//! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)`,
+//! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)` (through std's
+//! `available_parallelism`),
 //! `std::panic::catch_unwind`/`resume_unwind` at an actor's edge, and an
 //! abort that prints its message first.
 #![cfg(target_vendor = "apple")]
 #![warn(missing_docs)]
 
 mod clock;
-// One copy of the overflow handler for both ports (see its module doc).
-#[path = "../../linux/src/fault.rs"]
-mod fault;
 mod lock;
-mod stack;
-// The same `mincore(2)` reading as the Linux port (one copy of the code).
-#[path = "../../linux/src/stackinfo.rs"]
-mod stackinfo;
-mod thread;
+mod qos;
 mod wait;
-
-use std::io::Write as _;
 
 use smarm_core::sync::AtomicU32;
 use smarm_core::{Futex, PanicPayload, Platform, RawStack, ThreadError};
@@ -120,9 +119,6 @@ cfg_if::cfg_if! {
 /// The Darwin (macOS) implementation of core's [`Platform`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Darwin;
-
-/// This port's platform, as the shared `fault.rs` names it.
-type Host = Darwin;
 
 impl Darwin {
     /// The wait/wake backend this process uses: `"os_sync_wait_on_address"`
@@ -165,8 +161,7 @@ unsafe impl Platform for Darwin {
     const NAME: &'static str = "darwin";
 
     fn yield_thread() {
-        // SAFETY: sched_yield has no preconditions; it cannot fail on Darwin.
-        unsafe { libc::sched_yield() };
+        smarm_unix::yield_thread();
     }
 
     #[inline]
@@ -175,44 +170,47 @@ unsafe impl Platform for Darwin {
     }
 
     fn cpu_count() -> usize {
-        thread::cpu_count()
+        smarm_unix::thread::cpu_count()
     }
 
     fn page_size() -> usize {
-        stack::page_size()
+        smarm_unix::page_size()
     }
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
-        thread::spawn(name, f)
+        smarm_unix::thread::spawn::<Darwin>(name, move || {
+            qos::set_worker_qos();
+            f();
+        })
     }
 
     fn join_thread(thread: Self::Thread) {
-        thread::join(thread);
+        smarm_unix::thread::join(thread);
     }
 
     #[inline(never)]
     fn current_worker() -> *mut () {
-        thread::current_worker()
+        smarm_unix::thread::current_worker()
     }
 
     #[inline(never)]
     fn set_current_worker(worker: *mut ()) {
-        thread::set_current_worker(worker);
+        smarm_unix::thread::set_current_worker(worker);
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, smarm_core::StackError> {
-        stack::alloc(usable)
+        smarm_unix::stack::alloc(usable)
     }
 
     unsafe fn stack_free(stack: RawStack) {
         // SAFETY: forwarded contract (the stack came from `stack_alloc` and
         // nothing runs on it).
-        unsafe { stack::free(stack) }
+        unsafe { smarm_unix::stack::free(stack) }
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
-        stackinfo::touched(lo, hi, Self::page_size())
+        smarm_unix::stackinfo::touched(lo, hi, Self::page_size())
     }
 
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
@@ -228,16 +226,8 @@ unsafe impl Platform for Darwin {
     }
 
     fn abort(msg: &str) -> ! {
-        abort(msg)
+        smarm_unix::abort(msg)
     }
-}
-
-/// Prints `msg` to stderr and aborts. A closed or failing stderr is ignored
-/// (`eprintln!` would panic there, and this must not).
-#[cold]
-fn abort(msg: &str) -> ! {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    std::process::abort()
 }
 
 // The user API (`Runtime`, `Builder`, `spawn`, `yield_now`, ...), with

@@ -6,10 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use smarm_core::overflow::{current_stack, overflow_at};
 use smarm_core::sync::AtomicU32;
 use smarm_core::{Futex, Platform, RawLock, StackError};
 
-use crate::{Darwin, DarwinLock};
+use crate::{Darwin, DarwinLock, Runtime};
 
 #[test]
 fn reports_a_wait_backend() {
@@ -216,4 +217,45 @@ fn catch_unwind_returns_the_payload() {
 #[test]
 fn cpu_count_is_positive() {
     assert!(Darwin::cpu_count() >= 1);
+}
+
+#[test]
+fn core_sees_the_running_actors_stack_and_guard() {
+    assert_eq!(
+        current_stack::<Darwin>(),
+        None,
+        "a plain thread has no actor stack"
+    );
+    assert_eq!(overflow_at::<Darwin>(0x1000), None);
+    let rt = Runtime::builder()
+        .workers(1)
+        .stack_size(64 * 1024)
+        .build()
+        .unwrap();
+    let (id, b, local, hits) = rt.block_on(|| {
+        let local = 0u8;
+        let b = current_stack::<Darwin>().expect("an actor has a stack");
+        let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Darwin>);
+        let local = core::hint::black_box(&local) as *const u8 as usize;
+        (crate::current_id().unwrap(), b, local, hits)
+    });
+    // (Under ASan with detect_stack_use_after_return, an escaping local
+    // lives on ASan's heap-allocated fake stack instead.)
+    if !cfg!(smarm_asan) {
+        assert!(
+            b.low <= local && local < b.top,
+            "a local lies in the bounds: {b:?} {local:#x}"
+        );
+    }
+    assert_eq!(b.usable(), 64 * 1024);
+    let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
+    assert_eq!(
+        (first.actor, first.usable, first.guard.clone()),
+        (id, 64 * 1024, b.guard())
+    );
+    assert_eq!(hits[1].as_ref().map(|o| o.addr), Some(b.low - 1));
+    assert!(
+        hits[2].is_none() && hits[3].is_none(),
+        "outside the guard: {hits:?}"
+    );
 }

@@ -256,7 +256,7 @@ pub(crate) fn wake(word: &AtomicU32, all: bool) {
 #[cold]
 fn wake_failed(call: &str, errno: c_int) -> ! {
     let err = std::io::Error::from_raw_os_error(errno);
-    crate::abort(&format!(
+    smarm_unix::abort(&format!(
         "smarm-darwin: {call} failed: {err}; a wake-up would be lost, aborting"
     ))
 }

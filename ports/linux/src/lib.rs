@@ -18,25 +18,28 @@
 //!   guarded stack costs two entries of `vm.max_map_count` (65530 by
 //!   default); an ENOMEM is reported as `StackError::OutOfMaps` with that
 //!   advice. `MAP_GROWSDOWN` is rejected: the kernel's stack-guard gap logic
-//!   makes it fragile and it buys nothing for fixed-size stacks.
+//!   makes it fragile and it buys nothing for fixed-size stacks. The mapping
+//!   is shared with Darwin (`smarm_unix::stack`); the cap on mapped stacks
+//!   (`StackError::MapReserve`) is this port's.
 //! - Threads: `std::thread` (pthreads), with a small OS stack since actors
-//!   run on their own stacks.
+//!   run on their own stacks (`smarm_unix::thread`, shared with Darwin).
 //! - Stack overflow: a SIGSEGV/SIGBUS handler on a per-worker alternate
 //!   signal stack reports an actor that hits its guard page and aborts
-//!   (see `fault.rs`).
+//!   (`smarm_unix::fault`, shared with Darwin).
 //! - Clock: `CLOCK_MONOTONIC` (the futex deadline's clock).
-//! - The current-worker slot: a `#[thread_local]`-backed `Cell` behind
-//!   `#[inline(never)]` accessors, so LLVM cannot keep a thread-local's
-//!   address in a register across a context switch (llvm#98479) when an
-//!   actor migrates between workers.
+//! - The current-worker slot: a `thread_local!` `Cell` (smarm-unix's)
+//!   behind this port's `#[inline(never)]` accessors, so LLVM cannot keep a
+//!   thread-local's address in a register across a context switch
+//!   (llvm#98479) when an actor migrates between workers.
+//!
+//! What this crate holds itself is what differs from Darwin: the futex,
+//! the clock, the cap on mapped stacks. Everything else POSIX is
+//! `smarm-unix`'s.
 #![cfg(target_os = "linux")]
 // README's examples run as doctests here, so README stays true.
 #![doc = include_str!("../../../README.md")]
 
 use core::ptr;
-use std::cell::Cell;
-
-mod fault;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use smarm_core::lock::FutexLock;
@@ -57,16 +60,6 @@ cfg_if::cfg_if! {
 /// The Linux platform (a zero-sized type; users never name it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Linux;
-
-/// This port's platform, as the shared `fault.rs` names it.
-type Host = Linux;
-
-/// OS thread stack for workers: they run the scheduler loop only.
-const WORKER_THREAD_STACK: usize = 256 * 1024;
-
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
 
 fn timespec_from_ns(ns: u64) -> libc::timespec {
     libc::timespec {
@@ -126,12 +119,6 @@ unsafe impl Futex for Linux {
     }
 }
 
-mod stackinfo;
-
-thread_local! {
-    static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
-}
-
 // SAFETY: `current_worker` returns what this thread last stored (a plain
 // thread-local) and is `#[inline(never)]`, so it is an opaque call at every
 // use; stacks are mapped with a PROT_NONE guard page below the usable range
@@ -145,8 +132,7 @@ unsafe impl Platform for Linux {
     const NAME: &'static str = "linux";
 
     fn yield_thread() {
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { libc::sched_yield() };
+        smarm_unix::yield_thread();
     }
 
     fn now_ns() -> u64 {
@@ -160,49 +146,30 @@ unsafe impl Platform for Linux {
     }
 
     fn cpu_count() -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        smarm_unix::thread::cpu_count()
     }
 
     fn page_size() -> usize {
-        // SAFETY: sysconf has no preconditions.
-        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if p > 0 {
-            p as usize
-        } else {
-            4096
-        }
+        smarm_unix::page_size()
     }
 
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
         __install_panic_hook();
-        fault::install_handler();
-        std::thread::Builder::new()
-            .name(name)
-            .stack_size(WORKER_THREAD_STACK)
-            .spawn(move || {
-                // An overflowing actor has no stack left for a handler.
-                let _alt = fault::AltStack::install();
-                f();
-            })
-            .map_err(|e| ThreadError {
-                message: e.to_string(),
-            })
+        smarm_unix::thread::spawn::<Linux>(name, f)
     }
 
     fn join_thread(thread: Self::Thread) {
-        // A worker's loop catches actor panics; a panic in the scheduler
-        // itself has already been reported by the panic hook.
-        let _ = thread.join();
+        smarm_unix::thread::join(thread);
     }
 
     #[inline(never)]
     fn current_worker() -> *mut () {
-        CURRENT_WORKER.with(|c| c.get())
+        smarm_unix::thread::current_worker()
     }
 
     #[inline(never)]
     fn set_current_worker(worker: *mut ()) {
-        CURRENT_WORKER.with(|c| c.set(worker));
+        smarm_unix::thread::set_current_worker(worker);
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {
@@ -217,7 +184,7 @@ unsafe impl Platform for Linux {
                 max_map_count: limit.max_map_count,
             });
         }
-        let r = map_stack(usable);
+        let r = smarm_unix::stack::alloc(usable);
         if r.is_err() {
             STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
         }
@@ -225,14 +192,15 @@ unsafe impl Platform for Linux {
     }
 
     unsafe fn stack_free(stack: RawStack) {
-        // SAFETY: the caller passes a mapping from `stack_alloc`, unused now.
-        unsafe { libc::munmap(stack.base.cast(), stack.len) };
+        // SAFETY: the caller passes a stack from `stack_alloc` (made by
+        // `smarm_unix::stack::alloc`) that nothing runs on now.
+        unsafe { smarm_unix::stack::free(stack) };
         // Relaxed: a count (see `stack_alloc`).
         STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
-        stackinfo::touched(lo, hi, Self::page_size())
+        smarm_unix::stackinfo::touched(lo, hi, Self::page_size())
     }
 
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
@@ -248,10 +216,7 @@ unsafe impl Platform for Linux {
     }
 
     fn abort(msg: &str) -> ! {
-        use std::io::Write;
-        // Not eprintln!: it panics if stderr is closed, and we are aborting.
-        let _ = writeln!(std::io::stderr(), "{msg}");
-        std::process::abort()
+        smarm_unix::abort(msg)
     }
 }
 
@@ -285,57 +250,14 @@ fn stack_map_limit() -> MapLimit {
     })
 }
 
-/// A failed stack mapping's errno as a `StackError` (ENOMEM: out of maps).
-fn stack_error(errno: i32) -> StackError {
-    if errno == libc::ENOMEM {
-        StackError::OutOfMaps { errno }
-    } else {
-        StackError::Os { errno }
-    }
-}
-
-/// Maps one guarded stack (see the crate doc).
-fn map_stack(usable: usize) -> Result<RawStack, StackError> {
-    let page = Linux::page_size();
-    let usable = usable.div_ceil(page) * page;
-    let len = usable + page;
-    // SAFETY: an anonymous private mapping at a kernel-chosen address
-    // touches no existing memory.
-    let base = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        let e = errno();
-        return Err(stack_error(e));
-    }
-    // SAFETY: `[base, base + page)` lies inside the mapping just made.
-    if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-        let e = errno();
-        // SAFETY: unmapping exactly the mapping made above.
-        unsafe { libc::munmap(base, len) };
-        return Err(stack_error(e));
-    }
-    Ok(RawStack {
-        base: base.cast(),
-        len,
-        guard: page,
-    })
-}
-
 smarm_core::port_api!(Linux);
 
 #[cfg(test)]
 mod tests {
     use smarm_core::lock::{FutexLock, Mutex};
+    use smarm_core::overflow::{current_stack, overflow_at};
 
-    use crate::Linux;
+    use crate::{Linux, Runtime};
 
     #[test]
     fn failed_try_lock_leaves_the_holders_lock_held() {
@@ -353,5 +275,46 @@ mod tests {
         *g += 1;
         drop(g);
         assert_eq!(*m.lock(), 1);
+    }
+
+    #[test]
+    fn core_sees_the_running_actors_stack_and_guard() {
+        assert_eq!(
+            current_stack::<Linux>(),
+            None,
+            "a plain thread has no actor stack"
+        );
+        assert_eq!(overflow_at::<Linux>(0x1000), None);
+        let rt = Runtime::builder()
+            .workers(1)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        let (id, b, local, hits) = rt.block_on(|| {
+            let local = 0u8;
+            let b = current_stack::<Linux>().expect("an actor has a stack");
+            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Linux>);
+            let local = core::hint::black_box(&local) as *const u8 as usize;
+            (crate::current_id().unwrap(), b, local, hits)
+        });
+        // (Under ASan with detect_stack_use_after_return, an escaping local
+        // lives on ASan's heap-allocated fake stack instead.)
+        if !cfg!(smarm_asan) {
+            assert!(
+                b.low <= local && local < b.top,
+                "a local lies in the bounds: {b:?} {local:#x}"
+            );
+        }
+        assert_eq!(b.usable(), 64 * 1024);
+        let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
+        assert_eq!(
+            (first.actor, first.usable, first.guard.clone()),
+            (id, 64 * 1024, b.guard())
+        );
+        assert_eq!(hits[1].as_ref().map(|o| o.addr), Some(b.low - 1));
+        assert!(
+            hits[2].is_none() && hits[3].is_none(),
+            "outside the guard: {hits:?}"
+        );
     }
 }

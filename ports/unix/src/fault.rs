@@ -1,6 +1,9 @@
 //! Stack-overflow reports: a SIGSEGV/SIGBUS handler on a per-worker
-//! alternate signal stack. One file for both ports (the Darwin port
-//! includes it with `#[path]`); `crate::Host` is the port's platform.
+//! alternate signal stack, for every POSIX port. Generic over the port's
+//! `Platform` (`P`), which core's half (`smarm_core::overflow`) asks for the
+//! running actor's stack and recovery point. A port calls
+//! [`install_handler`] before it starts its first worker thread and
+//! [`AltStack::install`] on each worker thread.
 //!
 //! Darwin's differences: a guard-page hit usually arrives as SIGBUS (a
 //! protection failure on a mapped page) and an unmapped address as SIGSEGV,
@@ -51,22 +54,16 @@ use std::sync::Once;
 
 use smarm_core::overflow::{overflow_at, overflow_exit, recovery_sp, write_report};
 
-use crate::Host;
 use smarm_core::Platform;
+
+use crate::stack::MAP_FLAGS;
 
 /// Usable bytes of each worker's alternate signal stack (at least; raised to
 /// the kernel's `AT_MINSIGSTKSZ` and `SIGSTKSZ` if those are larger). The
 /// handler itself needs well under 2 KiB; the rest is for the kernel's
 /// signal frame (up to ~10 KiB with AVX-512 or SVE state) and a chained
 /// handler (std's formats its own message). Untouched pages cost nothing.
-pub(crate) const ALT_STACK_SIZE: usize = 64 * 1024;
-
-/// Flags of the alternate stack's mapping.
-#[cfg(target_os = "linux")]
-const MAP_FLAGS: libc::c_int =
-    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
-#[cfg(not(target_os = "linux"))]
-const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANON;
+pub const ALT_STACK_SIZE: usize = 64 * 1024;
 
 /// Marks an alternate stack as smarm's (the bytes of "smarm-al" as a word).
 const ALT_MAGIC: u64 = 0x736d_6172_6d2d_616c;
@@ -100,9 +97,10 @@ static PREV: PrevActions = PrevActions {
 static INSTALL: Once = Once::new();
 
 /// Installs the SIGSEGV/SIGBUS handler once per process (later calls do
-/// nothing). If an action cannot be read or set, the handler is not
-/// installed for that signal and overflows crash as they would without it.
-pub(crate) fn install_handler() {
+/// nothing, whatever their `P`: a process runs one port). If an action
+/// cannot be read or set, the handler is not installed for that signal and
+/// overflows crash as they would without it.
+pub fn install_handler<P: Platform>() {
     INSTALL.call_once(|| {
         for (i, &sig) in SIGNALS.iter().enumerate() {
             // SAFETY: reading the current action into our static slot; no
@@ -118,7 +116,7 @@ pub(crate) fn install_handler() {
             // we fill in a handler of the SA_SIGINFO signature.
             unsafe {
                 let mut sa: libc::sigaction = core::mem::zeroed();
-                sa.sa_sigaction = on_fault as SigInfoHandler as usize;
+                sa.sa_sigaction = on_fault::<P> as SigInfoHandler as usize;
                 sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
                 libc::sigemptyset(&mut sa.sa_mask);
                 libc::sigaction(sig, &sa, ptr::null_mut());
@@ -129,7 +127,8 @@ pub(crate) fn install_handler() {
 
 /// A worker's alternate signal stack; dropping it puts back the thread's
 /// previous one and unmaps this one.
-pub(crate) struct AltStack {
+#[derive(Debug)]
+pub struct AltStack {
     map: *mut libc::c_void,
     len: usize,
     prev: libc::stack_t,
@@ -139,8 +138,8 @@ impl AltStack {
     /// Maps an alternate stack and makes it this thread's. `None` if the
     /// mapping fails (the thread keeps whatever it had; an overflow on it
     /// then crashes without smarm's report).
-    pub(crate) fn install() -> Option<AltStack> {
-        let page = Host::page_size();
+    pub fn install() -> Option<AltStack> {
+        let page = crate::page_size();
         #[cfg(target_os = "linux")]
         // SAFETY: getauxval has no preconditions (0 when the entry is absent).
         let min = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as usize;
@@ -247,18 +246,18 @@ fn write_stderr(mut bytes: &[u8]) {
 }
 
 /// The SIGSEGV/SIGBUS handler (runs on the alternate stack).
-extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+extern "C" fn on_fault<P: Platform>(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
     // `si_code > 0`: the kernel raised it for a fault (not `kill`), so
     // `si_addr` is the faulting address.
     let addr = unsafe { ((*info).si_code > 0).then(|| (*info).si_addr() as usize) };
     if let Some(addr) = addr {
         if on_smarm_thread() {
-            if let Some(o) = overflow_at::<Host>(addr) {
+            if let Some(o) = overflow_at::<P>(addr) {
                 let mut buf = [0u8; 512];
                 let n = write_report(&o, &mut buf);
                 write_stderr(&buf[..n]);
-                if let Some(sp) = recovery_sp::<Host>() {
+                if let Some(sp) = recovery_sp::<P>() {
                     // The actor opted in: end it instead of the process.
                     write_stderr(b"smarm: the actor opted in to recovery: it ends with StackOverflow\n");
                     // SAFETY: `uctx` is the kernel's ucontext for this
@@ -266,7 +265,7 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut 
                     // worker's saved frame) and `overflow_exit` never
                     // returns. The kernel's sigreturn resumes there with
                     // the signal mask restored.
-                    unsafe { redirect(uctx, sp, overflow_exit::<Host> as extern "C" fn() -> ! as usize) };
+                    unsafe { redirect(uctx, sp, overflow_exit::<P> as extern "C" fn() -> ! as usize) };
                     return;
                 }
                 // SAFETY: abort is async-signal-safe and ends the process.
@@ -359,49 +358,5 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c
                 libc::sigaction(sig, &sa, ptr::null_mut());
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use smarm_core::overflow::{current_stack, overflow_at};
-
-    use crate::{Host, Runtime};
-
-    #[test]
-    fn core_sees_the_running_actors_stack_and_guard() {
-        assert_eq!(current_stack::<Host>(), None, "a plain thread has no actor stack");
-        assert_eq!(overflow_at::<Host>(0x1000), None);
-        let rt = Runtime::builder()
-            .workers(1)
-            .stack_size(64 * 1024)
-            .build()
-            .unwrap();
-        let (id, b, local, hits) = rt.block_on(|| {
-            let local = 0u8;
-            let b = current_stack::<Host>().expect("an actor has a stack");
-            let hits = [b.guard_start, b.low - 1, b.low, b.guard_start - 1].map(overflow_at::<Host>);
-            let local = core::hint::black_box(&local) as *const u8 as usize;
-            (crate::current_id().unwrap(), b, local, hits)
-        });
-        // (Under ASan with detect_stack_use_after_return, an escaping local
-        // lives on ASan's heap-allocated fake stack instead.)
-        if !cfg!(smarm_asan) {
-            assert!(
-                b.low <= local && local < b.top,
-                "a local lies in the bounds: {b:?} {local:#x}"
-            );
-        }
-        assert_eq!(b.usable(), 64 * 1024);
-        let first = hits[0].as_ref().expect("the guard's first byte is an overflow");
-        assert_eq!(
-            (first.actor, first.usable, first.guard.clone()),
-            (id, 64 * 1024, b.guard())
-        );
-        assert_eq!(hits[1].as_ref().map(|o| o.addr), Some(b.low - 1));
-        assert!(
-            hits[2].is_none() && hits[3].is_none(),
-            "outside the guard: {hits:?}"
-        );
     }
 }

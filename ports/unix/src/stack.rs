@@ -1,36 +1,58 @@
-//! Actor stacks: an anonymous mapping whose lowest page is a guard.
+//! Actor stacks: an anonymous mapping whose lowest page is a guard; and the
+//! page size they are measured in.
 //!
 //! ```text
 //!   base                base + guard                         base + len = top
 //!   | PROT_NONE (1 page) | PROT_READ | PROT_WRITE (usable) ...|
 //! ```
 //!
-//! Two VM map entries per stack. Darwin has no small per-process limit like
-//! Linux's `vm.max_map_count`; when the kernel refuses for lack of memory
-//! or address space (`ENOMEM`), `alloc` returns
-//! [`StackError::OutOfMaps`], never a crash. Core pools stacks for reuse.
+//! Two VM map entries per stack. When the kernel refuses for lack of memory,
+//! address space or map entries (`ENOMEM`; on Linux usually
+//! `vm.max_map_count`), [`alloc`] returns [`StackError::OutOfMaps`], never a
+//! crash. A port may cap the count itself before the kernel refuses (the
+//! Linux port does: `StackError::MapReserve`). Core pools stacks for reuse.
+//!
+//! The mapping is private and anonymous; on Linux also `MAP_NORESERVE` (no
+//! swap reserved for pages never touched) and `MAP_STACK` (a hint the
+//! kernel may use to place it). Pages are 16 KiB on Apple silicon (and may
+//! be 16 or 64 KiB on aarch64 Linux): the size comes from
+//! `sysconf(_SC_PAGESIZE)`, never a constant.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use smarm_core::{RawStack, StackError};
 
+/// Flags of every mapping this crate makes (actor stacks and the alternate
+/// signal stacks of `fault`).
+#[cfg(target_os = "linux")]
+pub(crate) const MAP_FLAGS: libc::c_int =
+    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
+#[cfg(not(target_os = "linux"))]
+pub(crate) const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANON;
+
+/// What [`page_size`] falls back to if `sysconf` ever failed: a multiple of
+/// every real page size of the OS's usual hardware.
+#[cfg(target_vendor = "apple")]
+const FALLBACK_PAGE: usize = 16 * 1024;
+#[cfg(not(target_vendor = "apple"))]
+const FALLBACK_PAGE: usize = 4096;
+
 /// The page size, or 0 before the first read.
 static PAGE_SIZE: AtomicUsize = AtomicUsize::new(0);
 
-/// The VM page size (16 KiB on Apple silicon, 4 KiB on Intel).
-pub(crate) fn page_size() -> usize {
+/// The VM page size (4 KiB on x86_64; 16 KiB on Apple silicon), read once.
+pub fn page_size() -> usize {
     // Relaxed: a fixed property of the system; racing first readers store
     // the same value and nothing is published with it.
     match PAGE_SIZE.load(Ordering::Relaxed) {
         0 => {
             // SAFETY: sysconf has no preconditions.
             let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-            // A power of two of at least 4 KiB on every Darwin; if sysconf
-            // ever failed, 16 KiB is a multiple of either real size.
+            // A power of two of at least 4 KiB on every supported system.
             let page = usize::try_from(page)
                 .ok()
                 .filter(|p| p.is_power_of_two() && *p >= 4096)
-                .unwrap_or(16 * 1024);
+                .unwrap_or(FALLBACK_PAGE);
             // Relaxed: as above.
             PAGE_SIZE.store(page, Ordering::Relaxed);
             page
@@ -39,6 +61,7 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
+/// A failed stack mapping's errno as a `StackError` (ENOMEM: out of maps).
 fn stack_error(errno: i32) -> StackError {
     if errno == libc::ENOMEM {
         StackError::OutOfMaps { errno }
@@ -47,13 +70,14 @@ fn stack_error(errno: i32) -> StackError {
     }
 }
 
-fn last_errno() -> i32 {
+/// The calling thread's `errno`.
+pub(crate) fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// Maps a stack with at least `usable` bytes (rounded up to whole pages, at
 /// least one) above a one-page guard.
-pub(crate) fn alloc(usable: usize) -> Result<RawStack, StackError> {
+pub fn alloc(usable: usize) -> Result<RawStack, StackError> {
     let page = page_size();
     // A size that overflows the address space is a request no mapping can
     // satisfy: report it as the kernel would (ENOMEM), don't panic.
@@ -67,7 +91,7 @@ pub(crate) fn alloc(usable: usize) -> Result<RawStack, StackError> {
             core::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANON,
+            MAP_FLAGS,
             -1,
             0,
         )
@@ -95,7 +119,7 @@ pub(crate) fn alloc(usable: usize) -> Result<RawStack, StackError> {
 /// # Safety
 ///
 /// `stack` came from [`alloc`] and nothing runs on it.
-pub(crate) unsafe fn free(stack: RawStack) {
+pub unsafe fn free(stack: RawStack) {
     // SAFETY: the caller guarantees this is exactly one whole mapping from
     // `alloc` that is no longer in use. munmap of a valid mapping cannot
     // fail; if it somehow did, the only cost is the leaked mapping.

@@ -1,14 +1,13 @@
-//! Worker threads, their QoS class, and the current-worker slot.
+//! Worker threads, the CPU count, and the current-worker slot.
 
 use core::cell::Cell;
 
-use smarm_core::ThreadError;
+use smarm_core::{Platform, ThreadError};
 
-/// Online CPUs (at least 1).
-pub(crate) fn cpu_count() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    usize::try_from(n).unwrap_or(1).max(1)
+/// Online CPUs (at least 1; std's count: on Linux within the affinity mask
+/// and cgroup quota, on Darwin `sysconf(_SC_NPROCESSORS_ONLN)`).
+pub fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// OS stack for a worker thread: it runs only the scheduler loop (actors run
@@ -16,17 +15,19 @@ pub(crate) fn cpu_count() -> usize {
 const WORKER_THREAD_STACK: usize = 256 * 1024;
 
 /// Starts a worker thread: std's thread (names, thread-locals, panics work
-/// as usual) that first raises its own QoS class (see the crate doc).
-pub(crate) fn spawn(
+/// as usual) that maps its alternate signal stack, then runs `f` (a port's
+/// own per-thread start-up goes first in `f`). Before that, installs the
+/// overflow handler for `P`, once per process
+/// ([`crate::fault::install_handler`]).
+pub fn spawn<P: Platform>(
     name: String,
-    f: Box<dyn FnOnce() + Send>,
+    f: impl FnOnce() + Send + 'static,
 ) -> Result<std::thread::JoinHandle<()>, ThreadError> {
-    crate::fault::install_handler();
+    crate::fault::install_handler::<P>();
     std::thread::Builder::new()
         .name(name)
         .stack_size(WORKER_THREAD_STACK)
         .spawn(move || {
-            set_worker_qos();
             // An overflowing actor has no stack left for a handler.
             let _alt = crate::fault::AltStack::install();
             f();
@@ -38,19 +39,8 @@ pub(crate) fn spawn(
 
 /// Waits for a worker. A worker that panicked has already reported it
 /// through the panic hook; its payload is dropped here.
-pub(crate) fn join(thread: std::thread::JoinHandle<()>) {
+pub fn join(thread: std::thread::JoinHandle<()>) {
     let _ = thread.join();
-}
-
-/// Asks for the user-initiated QoS class. It is a scheduling hint: if the
-/// call fails (a sandbox or an older system), the thread runs at the
-/// default class, which is correct, only slower on some cores.
-fn set_worker_qos() {
-    if cfg!(miri) {
-        return; // Miri does not model QoS classes
-    }
-    // SAFETY: applies to the calling thread only; no pointers involved.
-    let _ = unsafe { libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_USER_INITIATED, 0) };
 }
 
 std::thread_local! {
@@ -58,16 +48,16 @@ std::thread_local! {
     static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(core::ptr::null_mut()) };
 }
 
-/// Reads the slot. Inlined into `Darwin::current_worker`, which is the
+/// Reads the slot. Inlined into the port's `current_worker`, which is the
 /// `#[inline(never)]` boundary: an opaque call, so the thread-local's address
 /// is computed afresh, on whichever thread the caller now runs, every time.
 #[inline(always)]
-pub(crate) fn current_worker() -> *mut () {
+pub fn current_worker() -> *mut () {
     CURRENT_WORKER.with(Cell::get)
 }
 
-/// Writes the slot (inlined into `Darwin::set_current_worker`, as above).
+/// Writes the slot (inlined into the port's `set_current_worker`, as above).
 #[inline(always)]
-pub(crate) fn set_current_worker(worker: *mut ()) {
+pub fn set_current_worker(worker: *mut ()) {
     CURRENT_WORKER.with(|slot| slot.set(worker));
 }

@@ -6,7 +6,7 @@ use std::vec::Vec;
 
 /// Bytes of `[lo, hi)` from the lowest resident page to `hi`; `None` if
 /// the range is empty or `mincore` fails.
-pub(crate) fn touched(lo: usize, hi: usize, page: usize) -> Option<usize> {
+pub fn touched(lo: usize, hi: usize, page: usize) -> Option<usize> {
     if lo >= hi || page == 0 || !lo.is_multiple_of(page) {
         return None;
     }
