@@ -81,7 +81,9 @@ pub use seam::arch::{Arch, EntryFn};
 pub use seam::error::{
     BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
 };
-pub use seam::platform::{Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError};
+pub use seam::platform::{
+    DescribePanic, Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError,
+};
 pub use spawn::join::JoinHandle;
 pub use spawn::{
     spawn, spawn_actor, spawn_actor_named, spawn_named, try_spawn, try_spawn_actor, try_spawn_actor_named,
@@ -342,26 +344,6 @@ macro_rules! port_api {
             f: impl Fn(Down) -> M + Send + Sync + 'static,
         ) -> bool {
             $crate::trap_exits_into::<$platform, M>(to, f)
-        }
-
-        /// Wraps the process's panic hook (once) so that a panic inside an
-        /// actor is reported with the actor's id and name first. Called by
-        /// the port when it starts a runtime's threads.
-        #[doc(hidden)]
-        pub fn __install_panic_hook() {
-            static ONCE: ::std::sync::Once = ::std::sync::Once::new();
-            ONCE.call_once(|| {
-                let prev = ::std::panic::take_hook();
-                ::std::panic::set_hook(::std::boxed::Box::new(move |info| {
-                    if let Some(id) = current_id() {
-                        match current_name() {
-                            Some(n) => ::std::eprintln!("smarm: actor {id} {:?} panicked:", &*n),
-                            None => ::std::eprintln!("smarm: actor {id} panicked:"),
-                        }
-                    }
-                    prev(info)
-                }));
-            });
         }
 
         /// Opts the calling actor in (or out) of overflow recovery: an

@@ -168,6 +168,8 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
                 maximum: MAX_STACK_SIZE,
             });
         }
+        // Before any worker runs an actor: a panic in one names it.
+        P::install_panic_hook(crate::sched::describe_panic::<P>);
         if self.queue_capacity < 2 {
             return Err(BuildError::QueueTooSmall {
                 requested: self.queue_capacity,

@@ -440,6 +440,20 @@ pub fn current_name<P: Platform>() -> Option<Arc<str>> {
     current_actor::<P>().and_then(|a| unsafe { (&*a).life.name.clone() })
 }
 
+/// The panic hook's description of the panicking thread (the
+/// [`DescribePanic`](crate::seam::platform::DescribePanic) core hands every
+/// port): `smarm: actor 7 "name" panicked:` inside an actor, nothing on a
+/// plain thread.
+pub(crate) fn describe_panic<P: Platform>(out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    let Some(id) = current_id::<P>() else {
+        return Ok(());
+    };
+    match current_name::<P>() {
+        Some(n) => write!(out, "smarm: actor {id} {:?} panicked:", &*n),
+        None => write!(out, "smarm: actor {id} panicked:"),
+    }
+}
+
 /// The index of the worker the caller runs on; `None` off the runtime
 /// (and for an actor detached while it unwinds).
 pub fn current_worker<P: Platform>() -> Option<usize> {

@@ -260,4 +260,17 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
     fn panicking() -> bool;
     /// Prints `msg` to the error stream and aborts the process.
     fn abort(msg: &str) -> !;
+
+    /// Wraps the process's panic hook, once per process: the new hook
+    /// first prints what `describe` writes about the panicking thread (core
+    /// passes a function naming the running actor, `smarm: actor 7 "name"
+    /// panicked:`, and writing nothing off actors), then runs the hook it
+    /// replaced. Core calls this at every runtime build, before any worker
+    /// starts; calls after the first must do nothing. A port without panic
+    /// hooks (no std) does nothing.
+    fn install_panic_hook(describe: DescribePanic);
 }
+
+/// What [`Platform::install_panic_hook`]'s hook calls to describe the
+/// panicking thread: writes a line (without its newline) or nothing.
+pub type DescribePanic = fn(&mut dyn fmt::Write) -> fmt::Result;

@@ -249,6 +249,10 @@ unsafe impl Platform for StdPlatform {
     fn abort(msg: &str) -> ! {
         panic!("{msg}")
     }
+
+    fn install_panic_hook(_describe: crate::seam::platform::DescribePanic) {
+        // Unit tests run no actors: std's own hook is enough.
+    }
 }
 
 /// Runs `f` on its own thread and panics if it has not finished within

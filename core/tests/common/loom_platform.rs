@@ -175,4 +175,8 @@ unsafe impl Platform for LoomP {
     fn abort(msg: &str) -> ! {
         panic!("{msg}")
     }
+
+    fn install_panic_hook(_describe: smarm_core::DescribePanic) {
+        // The models run no actors: loom's own panic report is enough.
+    }
 }

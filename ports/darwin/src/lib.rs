@@ -177,8 +177,11 @@ unsafe impl Platform for Darwin {
         smarm_unix::page_size()
     }
 
+    fn install_panic_hook(describe: smarm_core::DescribePanic) {
+        smarm_unix::panic::install_panic_hook(describe);
+    }
+
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
-        __install_panic_hook();
         smarm_unix::thread::spawn::<Darwin>(name, move || {
             qos::set_worker_qos();
             f();

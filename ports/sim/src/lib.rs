@@ -187,8 +187,12 @@ unsafe impl Platform for Sim {
         <Host as Platform>::page_size()
     }
 
+    fn install_panic_hook(describe: smarm_core::DescribePanic) {
+        // The host port's hook (it keeps every describer installed).
+        <crate::Host as Platform>::install_panic_hook(describe);
+    }
+
     fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, ThreadError> {
-        __install_panic_hook();
         install_failpoint_hook();
         world::spawn(name, THREAD_STACK, f).map_err(|e| ThreadError {
             message: e.to_string(),

@@ -11,6 +11,7 @@
 //!   an actor's stack overflow, on a per-worker alternate signal stack.
 //! - [`thread`]: worker threads (std's, with a small OS stack and the
 //!   alternate signal stack), the CPU count, and the current-worker slot.
+//! - [`panic`]: the panic hook that names the panicking actor.
 //! - [`yield_thread`] (`sched_yield`) and [`abort`] (print, then abort).
 //!
 //! The ports keep only what differs: the wait/wake word (futex vs
@@ -26,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod fault;
+pub mod panic;
 pub mod stack;
 pub mod stackinfo;
 pub mod thread;

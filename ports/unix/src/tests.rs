@@ -109,3 +109,47 @@ fn alt_stack_is_installed_and_put_back() {
     .join()
     .unwrap();
 }
+
+fn says_nothing(_: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    Ok(())
+}
+
+fn says_a(out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    write!(out, "smarm: actor 1 \"a\" panicked:")
+}
+
+fn says_b(out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    write!(out, "smarm: actor 2 panicked:")
+}
+
+fn fails_half_way(out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    write!(out, "partial")?;
+    Err(core::fmt::Error)
+}
+
+#[test]
+fn the_panic_hook_names_the_first_describer_that_writes() {
+    use crate::panic::describe_first;
+    assert_eq!(describe_first(&[]), "");
+    assert_eq!(describe_first(&[says_nothing]), "", "off actors: no line");
+    assert_eq!(
+        describe_first(&[says_nothing, says_a, says_b]),
+        "smarm: actor 1 \"a\" panicked:"
+    );
+    assert_eq!(describe_first(&[says_b, says_a]), "smarm: actor 2 panicked:");
+    assert_eq!(
+        describe_first(&[fails_half_way, says_b]),
+        "smarm: actor 2 panicked:",
+        "a failed write leaves nothing behind"
+    );
+}
+
+#[test]
+fn each_describer_is_installed_once() {
+    crate::panic::install_panic_hook(says_a);
+    crate::panic::install_panic_hook(says_b);
+    crate::panic::install_panic_hook(says_a);
+    let got = crate::panic::installed();
+    let count = |f: smarm_core::DescribePanic| got.iter().filter(|&&g| g as usize == f as usize).count();
+    assert_eq!((count(says_a), count(says_b)), (1, 1), "{} installed", got.len());
+}
