@@ -44,13 +44,13 @@ run() {
     shift 2
     local start
     start=$(date +%s)
-    echo "=== $name: smarm-tests + smarm-linux and smarm-core unit tests + ring_threads, then the doctests"
+    echo "=== $name: smarm-tests + smarm-linux, smarm-unix and smarm-core unit tests + ring_threads, then the doctests"
     # `--cfg smarm_*` turns the fiber hooks on; it reaches std too (build-std),
     # where it is unused. `-Cforce-frame-pointers` gives the reports' stacks.
     local flags="-Zsanitizer=$sanitizer --cfg smarm_$name -Cforce-frame-pointers=yes"
     RUSTFLAGS="$flags" CARGO_TARGET_DIR="target/$name" \
         cargo +nightly test -Zbuild-std --target "$TARGET" \
-        -p smarm-tests -p smarm-linux -p smarm-core --lib --tests "$@"
+        -p smarm-tests -p smarm-linux -p smarm-unix -p smarm-core --lib --tests "$@"
     # The doctests (README's examples are the Linux port's crate docs):
     # rustdoc builds each with the same flags, against the same std.
     echo "=== $name: doctests"

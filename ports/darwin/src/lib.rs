@@ -148,6 +148,8 @@ unsafe impl Futex for Darwin {
     }
 }
 
+smarm_unix::current_worker_slot!();
+
 // SAFETY: `current_worker` is an `#[inline(never)]` read of a thread-local
 // set only by `set_current_worker` on the same thread; stacks are mapped
 // page-aligned with a PROT_NONE guard page below at least `usable` bytes and
@@ -194,12 +196,12 @@ unsafe impl Platform for Darwin {
 
     #[inline(never)]
     fn current_worker() -> *mut () {
-        smarm_unix::thread::current_worker()
+        current_worker_slot::get()
     }
 
     #[inline(never)]
     fn set_current_worker(worker: *mut ()) {
-        smarm_unix::thread::set_current_worker(worker);
+        current_worker_slot::set(worker);
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, smarm_core::StackError> {

@@ -119,6 +119,8 @@ unsafe impl Futex for Linux {
     }
 }
 
+smarm_unix::current_worker_slot!();
+
 // SAFETY: `current_worker` returns what this thread last stored (a plain
 // thread-local) and is `#[inline(never)]`, so it is an opaque call at every
 // use; stacks are mapped with a PROT_NONE guard page below the usable range
@@ -167,12 +169,12 @@ unsafe impl Platform for Linux {
 
     #[inline(never)]
     fn current_worker() -> *mut () {
-        smarm_unix::thread::current_worker()
+        current_worker_slot::get()
     }
 
     #[inline(never)]
     fn set_current_worker(worker: *mut ()) {
-        smarm_unix::thread::set_current_worker(worker);
+        current_worker_slot::set(worker);
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {

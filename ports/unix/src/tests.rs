@@ -65,17 +65,19 @@ fn touched_counts_from_the_top_down_to_the_lowest_resident_page() {
     unsafe { stack::free(stack) };
 }
 
+crate::current_worker_slot!();
+
 #[test]
 fn current_worker_is_per_thread() {
     let mut here = 0u8;
     let p = (&raw mut here).cast::<()>();
-    assert!(crate::thread::current_worker().is_null());
-    crate::thread::set_current_worker(p);
-    assert_eq!(crate::thread::current_worker(), p);
-    std::thread::spawn(|| assert!(crate::thread::current_worker().is_null()))
+    assert!(current_worker_slot::get().is_null());
+    current_worker_slot::set(p);
+    assert_eq!(current_worker_slot::get(), p);
+    std::thread::spawn(|| assert!(current_worker_slot::get().is_null()))
         .join()
         .unwrap();
-    crate::thread::set_current_worker(core::ptr::null_mut());
+    current_worker_slot::set(core::ptr::null_mut());
 }
 
 /// The calling thread's alternate signal stack.

@@ -1,6 +1,5 @@
-//! Worker threads, the CPU count, and the current-worker slot.
-
-use core::cell::Cell;
+//! Worker threads, the CPU count, and the current-worker slot
+//! ([`current_worker_slot!`](crate::current_worker_slot)).
 
 use smarm_core::{Platform, ThreadError};
 
@@ -43,21 +42,42 @@ pub fn join(thread: std::thread::JoinHandle<()>) {
     let _ = thread.join();
 }
 
-std::thread_local! {
-    /// This OS thread's current worker (null: not a worker).
-    static CURRENT_WORKER: Cell<*mut ()> = const { Cell::new(core::ptr::null_mut()) };
-}
+/// Defines the current-worker slot in the calling crate: a module
+/// `current_worker_slot` with `get()` and `set(worker)` over a
+/// `thread_local!`, each `#[inline(always)]`, to be called from the port's
+/// `#[inline(never)]` `Platform::current_worker` / `set_current_worker`
+/// (the opaque call makes the thread-local's address computed afresh, on
+/// whichever thread the caller now runs, every time).
+///
+/// A macro rather than a shared static: a thread-local defined in the
+/// executable's own crates is read with one instruction (the local-exec
+/// TLS model, `mov %fs:OFFSET`); one defined in another crate and reached
+/// through an inlined accessor costs an extra load of its offset. Core reads
+/// the slot at every send, receive and switch.
+#[macro_export]
+macro_rules! current_worker_slot {
+    () => {
+        /// This OS thread's current-worker slot (`smarm_unix::current_worker_slot!`).
+        mod current_worker_slot {
+            use ::core::cell::Cell;
 
-/// Reads the slot. Inlined into the port's `current_worker`, which is the
-/// `#[inline(never)]` boundary: an opaque call, so the thread-local's address
-/// is computed afresh, on whichever thread the caller now runs, every time.
-#[inline(always)]
-pub fn current_worker() -> *mut () {
-    CURRENT_WORKER.with(Cell::get)
-}
+            ::std::thread_local! {
+                /// This OS thread's current worker (null: not a worker).
+                static CURRENT_WORKER: Cell<*mut ()> =
+                    const { Cell::new(::core::ptr::null_mut()) };
+            }
 
-/// Writes the slot (inlined into the port's `set_current_worker`, as above).
-#[inline(always)]
-pub fn set_current_worker(worker: *mut ()) {
-    CURRENT_WORKER.with(|slot| slot.set(worker));
+            /// Reads the slot.
+            #[inline(always)]
+            pub fn get() -> *mut () {
+                CURRENT_WORKER.with(Cell::get)
+            }
+
+            /// Writes the slot.
+            #[inline(always)]
+            pub fn set(worker: *mut ()) {
+                CURRENT_WORKER.with(|slot| slot.set(worker));
+            }
+        }
+    };
 }
