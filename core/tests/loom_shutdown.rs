@@ -174,7 +174,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::schedule` from a plain thread (`push_outside`).
-    // mirror: core/src/sched/worker.rs schedule 78c7d2304ae2
+    // mirror: core/src/sched/worker.rs schedule 79e014fbaf9e
     // mirror: core/src/sched/worker.rs push_outside 92973c9af145
     fn schedule_outside(&self, a: usize) {
         let mut a = a;

@@ -17,11 +17,7 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
             let w = &self.core.workers[unsafe { (*c).index }];
             self.put_run_next(w, a);
         } else {
-            self.core.outside.shared_enqueued(1);
-            self.queue.push(a);
-            if self.core.idle.notify_one() {
-                self.core.outside.shared_wakeups(1);
-            }
+            self.push_outside(a);
         }
     }
 
