@@ -54,7 +54,6 @@
 //! State changes the actor makes happen after it has been switched off
 //! (steps 3, 4, 6 run on the worker's own stack), so no other worker can
 //! resume an actor whose stack is still in use.
-
 //!
 //! Layer 3, the actor: its control block and state word (here), its exit
 //! data ([`life`]) and its sanitizer hooks ([`sanitizer`]). Imports only

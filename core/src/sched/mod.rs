@@ -89,7 +89,6 @@
 //! An actor may resume on another worker. The worker context is found only
 //! through [`Platform::current_worker`], an opaque call the optimiser cannot
 //! hoist across a switch, and never cached in an actor's frame across one.
-
 //!
 //! Layer 4, the scheduler: the worker loop (here) and what it drives: run
 //! queues, idle sleep, timers, timeslices, the stack pool, counters, the

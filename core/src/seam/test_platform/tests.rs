@@ -49,15 +49,19 @@ fn wake_one_ends_one_wait_of_its_word() {
         let a = Arc::new(AtomicU32::new(0));
         let ended = Arc::new(AtomicUsize::new(0));
         // Which wake each waiter's return came after: 0 before the second
-        // wake, 1 after it.
+        // wake, 1 after it. A waiter reads the phase before it counts
+        // itself ended: the main thread moves to phase 1 only once it has
+        // seen the first count, so the first waiter's read is ordered
+        // before that move (reading after counting raced with it).
         let phase = Arc::new(AtomicUsize::new(0));
         let waiters: std::vec::Vec<_> = (0..2)
             .map(|_| {
                 let (a, ended, phase) = (a.clone(), ended.clone(), phase.clone());
                 std::thread::spawn(move || {
                     StdPlatform::wait(&a, 0, None);
+                    let seen = phase.load(Ordering::SeqCst);
                     ended.fetch_add(1, Ordering::SeqCst);
-                    phase.load(Ordering::SeqCst)
+                    seen
                 })
             })
             .collect();
