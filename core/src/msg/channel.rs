@@ -32,7 +32,7 @@
 //! # Design
 //!
 //! The MPSC kinds are built on the mailbox's machinery
-//! ([`crate::lockfree::mpsc_queue::MpscQueue`], nodes from the calling worker's node cache,
+//! (the MPSC queue `lockfree::mpsc_queue`, nodes from the calling worker's node cache,
 //! and the mailbox's Dekker-pair park protocol), so a message costs no
 //! allocation in steady state. The protocols are documented with their
 //! code: the receiver's park protocol, shared by both MPSC kinds, in

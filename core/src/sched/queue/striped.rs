@@ -162,9 +162,9 @@ impl<T, L: RawLock> Striped<T, L> {
     }
 }
 
-/// The striped run queue: [`Striped`] with the calling worker's index as the
+/// The striped run queue: `Striped` with the calling worker's index as the
 /// stripe hint (plain threads go round robin), one stripe per CPU up to
-/// [`MAX_STRIPES`].
+/// `MAX_STRIPES`.
 pub struct StripedQueue<P: Platform> {
     inner: Striped<Runnable, P::Lock>,
     /// Round-robin stripe for pushes and pops from plain OS threads.
