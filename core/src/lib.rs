@@ -16,9 +16,10 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
-// The layers, bottom to top: a file imports only from its own layer and
-// the ones below (`scripts/layers.py`, run in CI, checks every `crate::`
-// path; docs/architecture.md maps them).
+// The layers, bottom to top: sync < seam < lockfree < actor < sched < msg
+// < spawn < supervise < rt. A file imports only from its own layer and the
+// ones below (`scripts/layers.py`, run in CI, checks every `crate::` path;
+// docs/architecture.md maps them).
 pub(crate) mod actor;
 pub(crate) mod lockfree;
 pub(crate) mod msg;
