@@ -51,9 +51,9 @@ where
             let c = sched::ctx::<P>();
             // SAFETY: a running actor's worker context is live; its `core`
             // outlives the actors it runs.
-            (unsafe { &*(*c).core }, c, Some(me))
+            (unsafe { &*(*c).core }, c, me)
         }
-        Origin::Outside(core, _) => (core, core::ptr::null_mut(), None),
+        Origin::Outside(core, _) => (core, core::ptr::null_mut(), core::ptr::null()),
     };
     // SAFETY: `c` is null or this thread's live worker context of `core`'s
     // runtime; no reference to it is held across the switch below (after
@@ -63,11 +63,10 @@ where
     let (entry, handle) = make_entry::<P, F, T>(life.id, life.clone(), body);
     // SAFETY: as above, with the stack `reserve` gave for `c`.
     let child = unsafe { core.new_actor(c, life, stack, entry) };
-    match (me, origin) {
-        // SAFETY: `me` is the running actor.
-        (Some(me), _) => unsafe { sched::start_here::<P>(me, child) },
-        (None, Origin::Outside(_, push)) => push(child),
-        (None, Origin::Here) => unreachable!("Here always has the running actor"),
+    match origin {
+        // SAFETY: with `Here`, `me` is the running actor (found above).
+        Origin::Here => unsafe { sched::start_here::<P>(me, child) },
+        Origin::Outside(_, push) => push(child),
     }
     Ok(handle)
 }
