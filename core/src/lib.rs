@@ -17,10 +17,11 @@ extern crate alloc;
 extern crate std;
 
 // The layers, bottom to top: sync < seam < lockfree < actor < sched < msg
-// < spawn < supervise < rt. A file imports only from its own layer and the
+// < io < spawn < supervise < rt. A file imports only from its own layer and the
 // ones below (`scripts/layers.py`, run in CI, checks every `crate::` path;
 // docs/architecture.md maps them).
 pub(crate) mod actor;
+pub mod io;
 pub(crate) mod lockfree;
 pub(crate) mod msg;
 pub(crate) mod rt;
@@ -37,7 +38,7 @@ pub use msg::channel;
 pub use rt::dump;
 pub use sched::local;
 pub use sched::overflow;
-pub use seam::{arch, error, failpoint, lock, platform};
+pub use seam::{arch, error, failpoint, lock, platform, poll};
 pub use supervise::supervisor;
 
 // Core's internals, exported only for core's own loom models and tests,

@@ -159,6 +159,8 @@ pub(crate) struct Life {
     pub(crate) actor: RawCell<Weak<Actor>>,
     /// What the actor waits on when parked (`dump::WAIT_*`; a hint).
     pub(crate) wait: AtomicU8,
+    /// The descriptor of an IO wait (`WAIT_IO_*`; a hint).
+    pub(crate) wait_fd: crate::sync::AtomicI32,
     /// Messages sent to / taken from its mailbox (with the `counters`
     /// feature; for dumps). `u64::MAX` sent: no mailbox.
     pub(crate) sent: AtomicU64,
@@ -211,6 +213,7 @@ impl Life {
             trap: AtomicPtr::new(ptr::null_mut()),
             actor: RawCell::new(Weak::new()),
             wait: AtomicU8::new(0),
+            wait_fd: crate::sync::AtomicI32::new(-1),
             sent: AtomicU64::new(u64::MAX),
             taken: AtomicU64::new(0),
             stack,

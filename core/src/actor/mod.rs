@@ -187,6 +187,10 @@ pub(crate) const WAIT_JOIN: u8 = 3;
 pub(crate) const WAIT_TIMER: u8 = 4;
 /// Inside `blocking` (off the workers).
 pub(crate) const WAIT_BLOCKING: u8 = 5;
+/// A descriptor to become readable (`Life::wait_fd` says which).
+pub(crate) const WAIT_IO_READ: u8 = 6;
+/// A descriptor to become writable.
+pub(crate) const WAIT_IO_WRITE: u8 = 7;
 
 /// Records what the calling actor is about to wait on (a Relaxed store:
 /// a hint for dumps only).

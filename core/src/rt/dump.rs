@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::actor::{
-    Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING, WAIT_BLOCKING, WAIT_CHANNEL, WAIT_JOIN,
-    WAIT_MAILBOX, WAIT_TIMER,
+    Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING, WAIT_BLOCKING, WAIT_CHANNEL, WAIT_IO_READ,
+    WAIT_IO_WRITE, WAIT_JOIN, WAIT_MAILBOX, WAIT_TIMER,
 };
 use crate::sched::counters::CounterSnapshot;
 use crate::sched::registry::Shard;
@@ -34,6 +34,13 @@ pub enum ActorState {
     WaitingJoin,
     /// Parked in a sleep (a timer wakes it).
     Sleeping,
+    /// Parked until a descriptor becomes readable or writable.
+    WaitingIo {
+        /// The descriptor.
+        fd: i32,
+        /// Waiting to write (else to read).
+        write: bool,
+    },
     /// Parked on something else.
     Parked,
     /// Inside `blocking` (its thread is off the workers).
@@ -43,6 +50,10 @@ pub enum ActorState {
 impl fmt::Display for ActorState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            ActorState::WaitingIo { fd, write } => {
+                let dir = if *write { "write" } else { "read" };
+                return write!(f, "parked on fd {fd} ({dir})");
+            }
             ActorState::Running => "running",
             ActorState::Runnable => "runnable",
             ActorState::WaitingMailbox => "parked on its mailbox",
@@ -92,6 +103,10 @@ impl ActorInfo {
                 WAIT_CHANNEL => ActorState::WaitingChannel,
                 WAIT_JOIN => ActorState::WaitingJoin,
                 WAIT_TIMER => ActorState::Sleeping,
+                WAIT_IO_READ | WAIT_IO_WRITE => ActorState::WaitingIo {
+                    fd: a.life.wait_fd.load(Ordering::Relaxed),
+                    write: wait == WAIT_IO_WRITE,
+                },
                 _ => ActorState::Parked,
             },
             _ => ActorState::Parked,

@@ -38,6 +38,8 @@ pub struct CounterSnapshot {
     pub spawned: u64,
     /// Timers that fired (woke a sleeper or ended a timed wait).
     pub timer_fires: u64,
+    /// IO readiness events delivered by polls.
+    pub io_events: u64,
     /// Safe points that found the timeslice spent and yielded.
     pub timeslice_expiries: u64,
     /// Blocking calls for which the worker handed its duty to another thread.
@@ -70,6 +72,7 @@ impl AddAssign for CounterSnapshot {
         self.switches += o.switches;
         self.spawned += o.spawned;
         self.timer_fires += o.timer_fires;
+        self.io_events += o.io_events;
         self.timeslice_expiries += o.timeslice_expiries;
         self.blocking_handoffs += o.blocking_handoffs;
         self.long_holds += o.long_holds;
@@ -81,8 +84,8 @@ impl fmt::Display for CounterSnapshot {
         write!(
             f,
             "enqueued={} dequeued={} depth(mean={:.2} peak={}) run_next={} steals={} \
-             wakeups={} parks={} switches={} spawned={} timer_fires={} timeslice_expiries={} \
-             blocking_handoffs={} long_holds={}",
+             wakeups={} parks={} switches={} spawned={} timer_fires={} io_events={} \
+             timeslice_expiries={} blocking_handoffs={} long_holds={}",
             self.enqueued,
             self.dequeued,
             self.mean_depth(),
@@ -94,6 +97,7 @@ impl fmt::Display for CounterSnapshot {
             self.switches,
             self.spawned,
             self.timer_fires,
+            self.io_events,
             self.timeslice_expiries,
             self.blocking_handoffs,
             self.long_holds
@@ -116,6 +120,7 @@ macro_rules! fields {
             switches,
             spawned,
             timer_fires,
+            io_events,
             timeslice_expiries,
             blocking_handoffs,
             long_holds,

@@ -22,6 +22,15 @@
 //! 2. under the lock, pop a sleeper `j` (the most recent: warmest caches);
 //! 3. store `word[j] = 1` (Release) and futex-wake `word[j]`.
 //!
+//! The poller: at most one sleeper waits in the IO poller instead of on
+//! its word ([`Idle::sleep_polling`]). It stores `in_poll = i + 1`
+//! (SeqCst), re-reads `word[i]` (SeqCst) and waits in the poller only if
+//! it is still 0; a notifier's wake stores `word[j] = 1` (SeqCst), then
+//! reads `in_poll`, and kicks the poller if it names `j`, else futex-wakes
+//! the word. Another Dekker pair: either the poller sees the word set and
+//! does not wait, or the notifier sees it inside and kicks (a kick before
+//! the poller's wait still ends that wait).
+//!
 //! Why no wake is lost: sleeper steps 2–3 and the notifier's publish–step 1
 //! are a Dekker pair (each side writes, fences SeqCst, then reads the
 //! other's location), so either the re-check sees the work or the notifier
@@ -38,23 +47,39 @@ use core::marker::PhantomData;
 
 use crate::seam::lock::Mutex;
 use crate::seam::platform::{Futex, RawLock};
-use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sync::{fence, AtomicPtr, AtomicU32, Ordering};
 
 /// Idle-worker bookkeeping for one runtime of `n` workers.
 pub struct Idle<F: Futex, L: RawLock> {
     nsleep: AtomicU32,
     list: Mutex<L, Vec<usize>>,
     words: Box<[AtomicU32]>,
+    /// `i + 1` while sleeper `i` waits in the poller; 0 otherwise.
+    in_poll: AtomicU32,
+    /// The poller's kick (set once a poller exists) and its argument.
+    kick_arg: AtomicPtr<()>,
+    kick_fn: Option<fn(*const ())>,
     _futex: PhantomData<fn() -> F>,
 }
 
 impl<F: Futex, L: RawLock> Idle<F, L> {
     /// Nobody asleep, room for `workers` sleepers.
+    #[allow(dead_code)] // Tests and loom models (runtimes use `with_kick`).
     pub fn new(workers: usize) -> Self {
+        Self::with_kick(workers, None)
+    }
+
+    /// As [`new`](Self::new), with the function that kicks a poller a
+    /// sleeper waits in ([`sleep_polling`](Self::sleep_polling)), called
+    /// with the argument that sleeper gave.
+    pub fn with_kick(workers: usize, kick: Option<fn(*const ())>) -> Self {
         Idle {
             nsleep: AtomicU32::new(0),
             list: Mutex::new(Vec::with_capacity(workers)),
             words: (0..workers).map(|_| AtomicU32::new(1)).collect(),
+            in_poll: AtomicU32::new(0),
+            kick_arg: AtomicPtr::new(core::ptr::null_mut()),
+            kick_fn: kick,
             _futex: PhantomData,
         }
     }
@@ -95,6 +120,34 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
     /// `has_work` finds work once the sleep is announced. Returns whether it
     /// slept.
     pub fn sleep(&self, i: usize, has_work: impl Fn() -> bool, deadline_ns: Option<u64>) -> bool {
+        self.sleep_in(i, &has_work, deadline_ns, None)
+    }
+
+    /// As [`sleep`](Self::sleep), but the sleep is `poll(deadline_ns)` (a
+    /// wait in the IO poller that `kick_fn(kick_arg)` ends; see the module
+    /// doc), once: the sleeper comes back after it whatever ended it, to
+    /// deliver what the poller found.
+    pub fn sleep_polling(
+        &self,
+        i: usize,
+        has_work: impl Fn() -> bool,
+        deadline_ns: Option<u64>,
+        kick_arg: *const (),
+        poll: &mut dyn FnMut(Option<u64>),
+    ) -> bool {
+        // Release: read (Acquire) by a notifier that saw `in_poll` name us,
+        // which we store after this.
+        self.kick_arg.store(kick_arg.cast_mut(), Ordering::Release);
+        self.sleep_in(i, &has_work, deadline_ns, Some(poll))
+    }
+
+    fn sleep_in(
+        &self,
+        i: usize,
+        has_work: &dyn Fn() -> bool,
+        deadline_ns: Option<u64>,
+        mut poll: Option<&mut dyn FnMut(Option<u64>)>,
+    ) -> bool {
         // 1. Relaxed: only this worker and a notifier holding our list entry
         // write the word; the list lock orders this store before any pop.
         self.words[i].store(0, Ordering::Relaxed);
@@ -115,9 +168,24 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         // 4. Acquire: pairs with the Release store in `wake`, so work
         // published before the wake is visible once we see it.
         while self.words[i].load(Ordering::Acquire) == 0 {
-            F::wait(&self.words[i], 0, deadline_ns);
-            if deadline_ns.is_some() && self.words[i].load(Ordering::Acquire) == 0 {
-                // A deadline (or a spurious return): re-check by withdrawing.
+            let once = match poll.as_mut() {
+                Some(poll) => {
+                    // The poller's Dekker pair with `wake` (module doc).
+                    self.in_poll.store(i as u32 + 1, Ordering::SeqCst);
+                    if self.words[i].load(Ordering::SeqCst) == 0 {
+                        poll(deadline_ns);
+                    }
+                    self.in_poll.store(0, Ordering::SeqCst);
+                    true
+                }
+                None => {
+                    F::wait(&self.words[i], 0, deadline_ns);
+                    deadline_ns.is_some()
+                }
+            };
+            if once && self.words[i].load(Ordering::Acquire) == 0 {
+                // A deadline, a poll's return (or a spurious return):
+                // re-check by withdrawing.
                 if !self.withdraw(i) {
                     self.await_wake(i);
                 }
@@ -128,8 +196,18 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
     }
 
     fn wake(&self, j: usize) {
-        // Release: pairs with the Acquire load in `sleep` step 4.
-        self.words[j].store(1, Ordering::Release);
+        // SeqCst (Release at least: pairs with the Acquire load in `sleep`
+        // step 4): one half of the poller's Dekker pair.
+        self.words[j].store(1, Ordering::SeqCst);
+        if self.in_poll.load(Ordering::SeqCst) == j as u32 + 1 {
+            // Acquire: pairs with `sleep_polling`'s Release (made before
+            // its `in_poll` store, which we read).
+            let arg = self.kick_arg.load(Ordering::Acquire);
+            if let (Some(kick), false) = (self.kick_fn, arg.is_null()) {
+                kick(arg);
+                return;
+            }
+        }
         F::wake_one(&self.words[j]);
     }
 

@@ -98,6 +98,7 @@
 mod blocking;
 pub mod counters;
 pub mod idle;
+pub mod io;
 pub mod local;
 mod monitor;
 pub mod overflow;
@@ -274,6 +275,69 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) monitor_word: AtomicU32,
     /// Shutdown sweeps of parked actors so far.
     pub(crate) sweeps: AtomicUsize,
+    /// The IO driver, made at the first registration.
+    pub(crate) io: IoSlot<P>,
+}
+
+/// Where a runtime keeps its IO driver: null until the first registration,
+/// then an `Arc::into_raw` that the slot owns one count of.
+pub(crate) struct IoSlot<P: Platform>(crate::sync::AtomicPtr<io::IoDriver<P>>);
+
+impl<P: Platform> Drop for IoSlot<P> {
+    fn drop(&mut self) {
+        // Relaxed: the runtime's last owner drops it; nothing races.
+        let p = self.0.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // SAFETY: a non-null slot holds one `Arc::into_raw` count.
+            drop(unsafe { Arc::from_raw(p) });
+        }
+    }
+}
+
+/// The idle protocol's kick for a worker waiting in the poller.
+fn kick_driver<P: Platform>(arg: *const ()) {
+    // SAFETY: `arg` is the runtime's `IoDriver<P>` (the polling worker
+    // passes it to `sleep_polling`), alive while the runtime is.
+    unsafe { (*arg.cast::<io::IoDriver<P>>()).kick() }
+}
+
+impl<P: Platform> RtCore<P> {
+    /// The IO driver if one exists.
+    #[inline]
+    pub(crate) fn io(&self) -> Option<&io::IoDriver<P>> {
+        // Acquire: pairs with the Release CAS in `io_driver`.
+        let p = self.io.0.load(Ordering::Acquire);
+        // SAFETY: once set, the slot keeps the driver alive as long as
+        // the runtime.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// The IO driver, made now if it does not exist yet.
+    pub(crate) fn io_driver(&self) -> Result<Arc<io::IoDriver<P>>, crate::seam::poll::PollError> {
+        let mut p = self.io.0.load(Ordering::Acquire);
+        if p.is_null() {
+            let new = Arc::into_raw(Arc::new(io::IoDriver::<P>::new()?)).cast_mut();
+            // AcqRel: Release publishes the driver; Acquire reads a
+            // winner's.
+            match self
+                .io
+                .0
+                .compare_exchange(ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => p = new,
+                Err(winner) => {
+                    // SAFETY: `new` was never published.
+                    drop(unsafe { Arc::from_raw(new) });
+                    p = winner;
+                }
+            }
+        }
+        // SAFETY: the slot holds a count; we take one more for the caller.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Ok(Arc::from_raw(p))
+        }
+    }
 }
 
 /// Runtime settings the scheduler needs (from the builder).
@@ -327,6 +391,8 @@ pub(crate) struct WorkerCtx<P: Platform> {
     budget: u32,
     /// Turns left before the next timer check.
     timer_turns: u32,
+    /// Turns left before the next non-blocking IO poll.
+    io_turns: u32,
     /// Resumes so far (published for the long-hold monitor).
     resumes: u64,
 }
@@ -358,7 +424,8 @@ impl<P: Platform> RtCore<P> {
             registry: (0..=workers)
                 .map(|_| crate::sched::registry::Shard::new())
                 .collect(),
-            idle: Idle::new(workers),
+            idle: Idle::with_kick(workers, Some(kick_driver::<P>)),
+            io: IoSlot(crate::sync::AtomicPtr::new(ptr::null_mut())),
             workers: (0..workers)
                 .map(|_| WorkerShared {
                     run_next: Slot::new(),

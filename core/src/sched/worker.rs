@@ -289,20 +289,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         let t = &core.timers;
         let claimed = t.claim(index);
         let deadline = if claimed { t.next() } else { timer::NEVER };
-        let slept = core.idle.sleep(
-            index,
-            || {
-                self.has_work()
-                    || (claimed && t.changed(deadline))
-                    // At shutdown, the last worker to go idle must not
-                    // sleep: it decides that the runtime is finished (two
-                    // workers checking `others_idle` at once both see the
-                    // other awake; once on the list, the later sees both).
-                    || (core.shutdown.load(Ordering::SeqCst)
-                        && core.idle.sleepers() as usize >= core.workers.len())
-            },
-            (deadline != timer::NEVER).then_some(deadline),
-        );
+        let slept = self.sleep_idle(index, claimed, deadline);
         if claimed {
             t.release(index);
             // Timers remain and other workers sleep without a deadline:
@@ -318,6 +305,45 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // Whatever woke us, timers may be due.
         self.fire_timers(w);
         false
+    }
+
+    /// The sleep of [`idle`](Self::idle): on the worker's futex word, or in
+    /// the IO poller when descriptors are registered and nobody waits
+    /// there (module doc of `io`). `deadline`: the earliest timer, for the
+    /// worker that `claimed` them. Returns whether it slept.
+    fn sleep_idle(&self, index: usize, claimed: bool, deadline: u64) -> bool {
+        let core = &self.core;
+        let t = &core.timers;
+        let w = &core.workers[index];
+        let has_work = || {
+            self.has_work()
+                || (claimed && t.changed(deadline))
+                // At shutdown, the last worker to go idle must not
+                // sleep: it decides that the runtime is finished (two
+                // workers checking `others_idle` at once both see the
+                // other awake; once on the list, the later sees both).
+                || (core.shutdown.load(Ordering::SeqCst)
+                    && core.idle.sleepers() as usize >= core.workers.len())
+        };
+        let deadline = (deadline != timer::NEVER).then_some(deadline);
+        // Descriptors are registered and nobody waits in the poller: this
+        // worker sleeps there (module doc of `io`).
+        let poller = core.io().filter(|d| d.active() && d.claim());
+        match poller {
+            Some(d) => {
+                let arg: *const io::IoDriver<P> = d;
+                let slept = core
+                    .idle
+                    .sleep_polling(index, has_work, deadline, arg.cast(), &mut |dl| d.wait(dl));
+                // Off the idle list now: what the poll wakes lands in our
+                // run-next slot (and the queue, waking others to help).
+                let n = d.dispatch();
+                d.release();
+                w.counters.io_events(n as u64);
+                slept
+            }
+            None => core.idle.sleep(index, has_work, deadline),
+        }
     }
 
     /// An actor ended (its stack already dealt with): marks it done, drops
@@ -427,6 +453,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         slice_cycles: shared.core.slice_cycles,
         budget: SAFE_POINT_BUDGET,
         timer_turns: TIMER_CHECK_TURNS,
+        io_turns: io::IO_POLL_TURNS,
         resumes: 0,
     };
     let ctxp: *mut WorkerCtx<P> = &mut ctx;
@@ -444,6 +471,14 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             if (*ctxp).timer_turns == 0 {
                 (*ctxp).timer_turns = TIMER_CHECK_TURNS;
                 shared.fire_timers(w);
+            }
+            (*ctxp).io_turns -= 1;
+            if (*ctxp).io_turns == 0 {
+                (*ctxp).io_turns = io::IO_POLL_TURNS;
+                if let Some(d) = shared.core.io() {
+                    let n = d.poll_now();
+                    w.counters.io_events(n as u64);
+                }
             }
         }
         if P::SEEDED_SCHEDULE {

@@ -1,6 +1,6 @@
 //! Layer 1, the seams: what core needs from an instruction set ([`arch`])
 //! and from an operating system ([`platform`]), the locks built on the
-//! platform's futex ([`lock`]), the errors the seams and bad input produce
+//! platform's futex ([`lock`]), the IO readiness poller ([`poll`]), the errors the seams and bad input produce
 //! ([`error`]), and the test-only failpoints. Imports only the sync facade
 //! (`scripts/layers.py` checks every layer's imports).
 
@@ -9,5 +9,6 @@ pub mod error;
 pub mod failpoint;
 pub mod lock;
 pub mod platform;
+pub mod poll;
 #[cfg(test)]
 pub(crate) mod test_platform;

@@ -188,6 +188,9 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
     type Lock: RawLock;
     /// A handle to a started OS thread.
     type Thread: Send;
+    /// The IO readiness poller ([`NoPoller`](crate::seam::poll::NoPoller)
+    /// where the platform has none).
+    type Poller: crate::seam::poll::Poller;
 
     /// The port's name, for reports ("linux", "darwin").
     const NAME: &'static str;

@@ -179,6 +179,7 @@ unsafe impl Platform for StdPlatform {
     type Arch = NoArch;
     type Lock = FutexLock<StdPlatform>;
     type Thread = std::thread::JoinHandle<()>;
+    type Poller = crate::seam::poll::NoPoller;
     const NAME: &'static str = "std-test";
 
     fn yield_thread() {

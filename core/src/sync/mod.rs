@@ -13,7 +13,7 @@
 #[cfg(not(smarm_loom))]
 mod imp {
     pub use core::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
     };
 
     /// A spin-loop hint (`pause` / `isb`), a no-op scheduling point under loom.
@@ -62,7 +62,7 @@ mod imp {
 #[cfg(smarm_loom)]
 mod imp {
     pub use loom::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
     };
 
     /// Under loom a spin is a yield, so a model never spins forever.

@@ -134,6 +134,7 @@ unsafe impl Platform for LoomP {
     type Arch = NoArch;
     type Lock = FutexLock<LoomP>;
     type Thread = ();
+    type Poller = smarm_core::poll::NoPoller;
     const NAME: &'static str = "loom";
     fn yield_thread() {
         thread::yield_now();

@@ -159,6 +159,7 @@ unsafe impl Platform for Darwin {
     type Arch = HostArch;
     type Lock = DarwinLock;
     type Thread = std::thread::JoinHandle<()>;
+    type Poller = smarm_core::poll::NoPoller;
 
     const NAME: &'static str = "darwin";
 

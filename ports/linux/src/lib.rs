@@ -26,6 +26,10 @@
 //! - Stack overflow: a SIGSEGV/SIGBUS handler on a per-worker alternate
 //!   signal stack reports an actor that hits its guard page and aborts
 //!   (`smarm_unix::fault`, shared with Darwin).
+//! - IO readiness: one `epoll` instance per runtime (made at the first
+//!   registration), every descriptor added once for `EPOLLIN | EPOLLOUT |
+//!   EPOLLRDHUP` edge-triggered, an `eventfd` beside them as the kick that
+//!   wakes a worker waiting in `epoll_wait` (`poll.rs`).
 //! - Clock: `CLOCK_MONOTONIC` (the futex deadline's clock).
 //! - The current-worker slot: a `thread_local!` `Cell` (smarm-unix's)
 //!   behind this port's `#[inline(never)]` accessors, so LLVM cannot keep a
@@ -38,6 +42,8 @@
 #![cfg(target_os = "linux")]
 // README's examples run as doctests here, so README stays true.
 #![doc = include_str!("../../../README.md")]
+
+mod poll;
 
 use core::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -130,6 +136,7 @@ unsafe impl Platform for Linux {
     type Arch = HostArch;
     type Lock = FutexLock<Linux>;
     type Thread = std::thread::JoinHandle<()>;
+    type Poller = poll::Epoll;
 
     const NAME: &'static str = "linux";
 
@@ -256,6 +263,7 @@ fn stack_map_limit() -> MapLimit {
 }
 
 smarm_core::port_api!(Linux);
+smarm_unix::io_api!(crate::Linux);
 
 #[cfg(test)]
 mod tests {

@@ -167,6 +167,7 @@ unsafe impl Platform for Sim {
     type Arch = SimArch;
     type Lock = FutexLock<Sim>;
     type Thread = SimThread;
+    type Poller = smarm_core::poll::NoPoller;
 
     const NAME: &'static str = "sim";
     const SEEDED_SCHEDULE: bool = true;

@@ -11,6 +11,8 @@
 //!   an actor's stack overflow, on a per-worker alternate signal stack.
 //! - [`thread`]: worker threads (std's, with a small OS stack and the
 //!   alternate signal stack), the CPU count, and the current-worker slot.
+//! - [`io`] and [`net`]: descriptors and sockets whose blocking calls park
+//!   the calling actor on the runtime's poller (std's names).
 //! - [`panic`]: the panic hook that names the panicking actor.
 //! - [`yield_thread`] (`sched_yield`) and [`abort`] (print, then abort).
 //!
@@ -27,6 +29,8 @@
 #![warn(missing_docs)]
 
 pub mod fault;
+pub mod io;
+pub mod net;
 pub mod panic;
 pub mod stack;
 pub mod stackinfo;
@@ -52,3 +56,48 @@ pub fn abort(msg: &str) -> ! {
 
 #[cfg(test)]
 mod tests;
+
+/// Exports a port's IO API with the platform filled in, as
+/// [`smarm_core::port_api!`] does for the rest: `net::{TcpListener,
+/// TcpStream, UdpSocket}`, `unix::net::{UnixListener, UnixStream,
+/// UnixDatagram}`, `io::{Async, Interest}`. Expanded once in each POSIX
+/// port's root.
+#[macro_export]
+macro_rules! io_api {
+    ($platform:ty) => {
+        /// Sockets with std's names whose blocking calls park the calling
+        /// actor on the runtime's poller (see `smarm_unix::net`).
+        pub mod net {
+            /// A TCP listener (`std::net::TcpListener`'s methods).
+            pub type TcpListener = $crate::net::TcpListener<$platform>;
+            /// A TCP stream (`std::net::TcpStream`'s methods).
+            pub type TcpStream = $crate::net::TcpStream<$platform>;
+            /// A UDP socket (`std::net::UdpSocket`'s methods).
+            pub type UdpSocket = $crate::net::UdpSocket<$platform>;
+            /// The iterator of `TcpListener::incoming`.
+            pub type Incoming<'a> = $crate::net::Incoming<'a, $platform>;
+            pub use $crate::net::ToSocketAddrs;
+        }
+        /// Unix-specific IO.
+        pub mod unix {
+            /// Unix-domain sockets (`std::os::unix::net`'s methods).
+            pub mod net {
+                /// A Unix-domain listener.
+                pub type UnixListener = $crate::net::unix::UnixListener<$platform>;
+                /// A Unix-domain stream.
+                pub type UnixStream = $crate::net::unix::UnixStream<$platform>;
+                /// A Unix-domain datagram socket.
+                pub type UnixDatagram = $crate::net::unix::UnixDatagram<$platform>;
+            }
+        }
+        /// Readiness of any descriptor (pipes, a child's stdout, ...).
+        pub mod io {
+            /// A non-blocking descriptor whose waits park the calling actor.
+            pub type Async<T> = $crate::io::Async<$platform, T>;
+            pub use $crate::smarm_core_io::Interest;
+        }
+    };
+}
+
+#[doc(hidden)]
+pub use smarm_core::io as smarm_core_io;

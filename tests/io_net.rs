@@ -1,0 +1,310 @@
+//! Sockets on the runtime's poller: actors park on reads, writes, accepts
+//! and connects while their worker runs others; timeouts, kills, shutdown
+//! and closes wake them exactly once. (The host's port only: the
+//! deterministic port has no sockets.)
+#![cfg(not(feature = "sim"))]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::time::Duration;
+
+use smarm_tests::smarm::net::{TcpListener, TcpStream, UdpSocket};
+use smarm_tests::smarm::unix::net::UnixStream;
+use smarm_tests::smarm::{self, ActorState, JoinError, Runtime};
+use smarm_tests::{eventually, with_timeout};
+
+/// A byte pattern that differs per connection and offset, so a swapped or
+/// shifted chunk fails the comparison.
+fn pattern(conn: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u64).wrapping_mul(31).wrapping_add(conn.wrapping_mul(7919)) as u8)
+        .collect()
+}
+
+/// Echo server: one actor per connection, until the peer closes.
+fn serve_echo(l: TcpListener, conns: usize) {
+    let hs: Vec<_> = (0..conns)
+        .map(|_| {
+            let (s, _) = l.accept().expect("accept");
+            smarm::spawn(move || {
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = (&s).read(&mut buf).expect("server read");
+                    if n == 0 {
+                        return;
+                    }
+                    (&s).write_all(&buf[..n]).expect("server write");
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().expect("connection actor");
+    }
+}
+
+/// Many clients, each writing its own pattern and reading the echo back
+/// concurrently (a writer actor and a reader actor per connection, through
+/// `&TcpStream`), on `workers` workers.
+fn echo_many(workers: usize, conns: usize, len: usize) {
+    let rt = Runtime::builder().workers(workers).build().unwrap();
+    let before = rt.counters().total();
+    rt.block_on(move || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = smarm::spawn(move || serve_echo(l, conns));
+        let clients: Vec<_> = (0..conns as u64)
+            .map(|c| {
+                smarm::spawn(move || {
+                    let s = Arc::new(TcpStream::connect(addr).expect("connect"));
+                    let data = pattern(c, len);
+                    let w = {
+                        let s = s.clone();
+                        let data = data.clone();
+                        smarm::spawn(move || {
+                            for chunk in data.chunks(1000) {
+                                (&*s).write_all(chunk).expect("client write");
+                            }
+                            s.shutdown(Shutdown::Write).expect("shutdown write");
+                        })
+                    };
+                    let mut back = Vec::with_capacity(len);
+                    (&*s).read_to_end(&mut back).expect("client read");
+                    w.join().expect("writer");
+                    assert_eq!(back.len(), len, "connection {c}: echoed length");
+                    assert!(back == data, "connection {c}: echoed bytes differ");
+                })
+            })
+            .collect();
+        for h in clients {
+            h.join().expect("client");
+        }
+        server.join().expect("server");
+    });
+    let c = rt.counters().total();
+    // The waits went through the poller, none through a blocking handoff
+    // (the fallback for a descriptor the poller refused).
+    assert!(c.io_events > before.io_events, "no IO event was delivered: {c}");
+    assert_eq!(c.blocking_handoffs, before.blocking_handoffs, "{c}");
+}
+
+#[test]
+fn echo_on_one_worker_needs_the_poller() {
+    // Server and clients share one worker: a read that blocked the worker
+    // would deadlock here.
+    with_timeout(60, || echo_many(1, 20, 64 * 1024));
+}
+
+#[test]
+fn echo_many_connections_on_two_workers() {
+    with_timeout(120, || echo_many(2, 200, 32 * 1024));
+}
+
+#[test]
+fn a_parked_reader_shows_in_the_dump_and_wakes_on_data() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (a, b) = UnixStream::pair().unwrap();
+        let fd = {
+            use std::os::fd::AsRawFd;
+            a.as_raw_fd()
+        };
+        let reader = rt.spawn(move || {
+            let mut buf = [0u8; 5];
+            (&a).read_exact(&mut buf).unwrap();
+            buf
+        });
+        eventually(30, "the reader parks on its fd", || {
+            rt.dump()
+                .actors
+                .iter()
+                .any(|i| i.id == reader.id() && i.state == ActorState::WaitingIo { fd, write: false })
+        });
+        let shown = rt.dump().to_string();
+        assert!(shown.contains(&format!("parked on fd {fd} (read)")), "{shown}");
+        (&b).write_all(b"hello").unwrap();
+        assert_eq!(&reader.join().unwrap(), b"hello");
+    });
+}
+
+#[test]
+fn read_timeout_parks_with_a_timer_and_other_actors_run() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        rt.block_on(|| {
+            let (a, b) = UnixStream::pair().unwrap();
+            a.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            assert_eq!(a.read_timeout().unwrap(), Some(Duration::from_millis(50)));
+            let mut buf = [0u8; 1];
+            // Nothing written: the read times out.
+            let e = (&a).read(&mut buf).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+            // A long timeout: a writer actor on the same (only) worker
+            // runs while the reader waits, and the read gets its byte.
+            a.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let w = smarm::spawn(move || (&b).write_all(b"x").unwrap());
+            assert_eq!((&a).read(&mut buf).unwrap(), 1);
+            assert_eq!(buf[0], b'x');
+            w.join().unwrap();
+            assert_eq!(
+                a.set_read_timeout(Some(Duration::ZERO)).unwrap_err().kind(),
+                ErrorKind::InvalidInput
+            );
+        });
+    });
+}
+
+#[test]
+fn a_kill_wakes_an_actor_parked_on_a_socket_and_closes_it() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (a, b) = UnixStream::pair().unwrap();
+        let h = rt.spawn(move || {
+            let mut buf = [0u8; 1];
+            let _ = (&a).read(&mut buf);
+            unreachable!("the read returned");
+        });
+        eventually(30, "the reader parks", || {
+            rt.dump()
+                .actors
+                .iter()
+                .any(|i| i.id == h.id() && matches!(i.state, ActorState::WaitingIo { .. }))
+        });
+        h.actor_ref().kill();
+        assert!(matches!(h.join(), Err(JoinError::Killed { .. })));
+        // The killed actor's stream was dropped: the peer reads EOF.
+        let mut buf = [0u8; 1];
+        assert_eq!((&b).read(&mut buf).unwrap(), 0);
+    });
+}
+
+#[test]
+fn shutdown_of_a_clone_wakes_the_parked_reader_with_eof() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let s = TcpStream::from(l.accept().unwrap().0);
+        let s2 = s.try_clone().unwrap();
+        let r = rt.spawn(move || {
+            let mut buf = [0u8; 8];
+            (&s).read(&mut buf).unwrap()
+        });
+        eventually(30, "the reader parks", || {
+            rt.dump()
+                .actors
+                .iter()
+                .any(|i| i.id == r.id() && matches!(i.state, ActorState::WaitingIo { write: false, .. }))
+        });
+        // Shut the read side down through the clone: the parked reader
+        // wakes and reads end-of-stream.
+        s2.shutdown(Shutdown::Read).unwrap();
+        assert_eq!(r.join().unwrap(), 0);
+        drop(c);
+    });
+}
+
+#[test]
+fn dropping_the_runtime_cancels_actors_parked_on_sockets() {
+    with_timeout(120, || {
+        let fds_before = open_fds();
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let mut peers = Vec::new();
+        let mut hs = Vec::new();
+        for _ in 0..1000 {
+            let (a, b) = UnixStream::pair().unwrap();
+            peers.push(b);
+            hs.push(rt.spawn(move || {
+                let mut buf = [0u8; 1];
+                let _ = (&a).read(&mut buf);
+            }));
+        }
+        eventually(60, "1,000 readers park", || {
+            rt.dump()
+                .actors
+                .iter()
+                .filter(|i| matches!(i.state, ActorState::WaitingIo { .. }))
+                .count()
+                == 1000
+        });
+        drop(rt);
+        for h in hs {
+            assert!(matches!(h.join(), Err(JoinError::Cancelled { .. })));
+        }
+        drop(peers);
+        // Every socket, and the poller's descriptors, are closed.
+        eventually(10, "descriptors back to the baseline", || {
+            open_fds() <= fds_before
+        });
+    });
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/dev/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn plain_threads_use_the_same_types_blocking() {
+    with_timeout(60, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4];
+            (&s).read_exact(&mut buf).unwrap();
+            (&s).write_all(&buf).unwrap();
+        });
+        let c = TcpStream::connect(addr).unwrap();
+        (&c).write_all(b"ping").unwrap();
+        let mut buf = [0u8; 4];
+        (&c).read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"ping");
+        t.join().unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        // The peer is gone: EOF, not a timeout.
+        assert_eq!((&c).read(&mut buf).unwrap(), 0);
+    });
+}
+
+#[test]
+fn connect_refused_is_the_os_error() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        rt.block_on(|| {
+            // A port nobody listens on: bind one, note it, close it.
+            let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+            let e = TcpStream::connect(addr).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
+        });
+    });
+}
+
+#[test]
+fn udp_round_trip_between_actors_on_one_worker() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        rt.block_on(|| {
+            let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let a_addr = a.local_addr().unwrap();
+            let b_addr = b.local_addr().unwrap();
+            let echo = smarm::spawn(move || {
+                let mut buf = [0u8; 64];
+                for _ in 0..100 {
+                    let (n, from) = b.recv_from(&mut buf).unwrap();
+                    assert_eq!(from, a_addr);
+                    b.send_to(&buf[..n], from).unwrap();
+                }
+            });
+            let mut buf = [0u8; 64];
+            for i in 0..100u32 {
+                a.send_to(&i.to_le_bytes(), b_addr).unwrap();
+                let (n, from) = a.recv_from(&mut buf).unwrap();
+                assert_eq!((n, from), (4, b_addr));
+                assert_eq!(u32::from_le_bytes(buf[..4].try_into().unwrap()), i);
+            }
+            echo.join().unwrap();
+        });
+    });
+}
