@@ -23,13 +23,13 @@
 //! 3. store `word[j] = 1` (Release) and futex-wake `word[j]`.
 //!
 //! The poller: at most one sleeper waits in the IO poller instead of on
-//! its word ([`Idle::sleep_polling`]). It stores `in_poll = i + 1`
-//! (SeqCst), re-reads `word[i]` (SeqCst) and waits in the poller only if
-//! it is still 0; a notifier's wake stores `word[j] = 1` (SeqCst), then
-//! reads `in_poll`, and kicks the poller if it names `j`, else futex-wakes
-//! the word. Another Dekker pair: either the poller sees the word set and
-//! does not wait, or the notifier sees it inside and kicks (a kick before
-//! the poller's wait still ends that wait).
+//! its word ([`Idle::sleep_polling`]). It says so under the list lock, as
+//! it lists itself (`in_poll = i + 1`); a notifier that pops it (under the
+//! same lock) takes that mark too, and after storing and futex-waking its
+//! word also kicks the poller. The kick is sticky (a kick before the
+//! poller's wait ends that wait at once), so it does not matter whether
+//! the sleeper is in the poller yet; the lock orders the mark, and no
+//! Dekker pair is needed.
 //!
 //! Why no wake is lost: sleeper steps 2–3 and the notifier's publish–step 1
 //! are a Dekker pair (each side writes, fences SeqCst, then reads the
@@ -54,7 +54,8 @@ pub struct Idle<F: Futex, L: RawLock> {
     nsleep: AtomicU32,
     list: Mutex<L, Vec<usize>>,
     words: Box<[AtomicU32]>,
-    /// `i + 1` while sleeper `i` waits in the poller; 0 otherwise.
+    /// `i + 1` while listed sleeper `i` waits in the poller; 0 otherwise.
+    /// Read and written under the list lock only (Relaxed).
     in_poll: AtomicU32,
     /// The poller's kick (set once a poller exists) and its argument.
     kick_arg: AtomicPtr<()>,
@@ -92,15 +93,31 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
     /// Takes `i` off the list if it is still there. Returns `false` if a
     /// notifier took it first: that notifier's wake is in flight.
     fn withdraw(&self, i: usize) -> bool {
+        self.withdraw_polling(i).0
+    }
+
+    /// [`withdraw`](Self::withdraw), and whether `i` was marked as the
+    /// sleeper in the poller (the mark goes with the entry).
+    fn withdraw_polling(&self, i: usize) -> (bool, bool) {
         let mut list = self.list.lock();
         match list.iter().position(|&j| j == i) {
             Some(pos) => {
                 list.swap_remove(pos);
                 self.nsleep.store(list.len() as u32, Ordering::SeqCst);
-                true
+                (true, self.take_poll_mark(i))
             }
-            None => false,
+            None => (false, false),
         }
+    }
+
+    /// Clears the poller mark if it names `i` (the list lock is held).
+    fn take_poll_mark(&self, i: usize) -> bool {
+        // Relaxed: under the list lock.
+        let marked = self.in_poll.load(Ordering::Relaxed) == i as u32 + 1;
+        if marked {
+            self.in_poll.store(0, Ordering::Relaxed);
+        }
+        marked
     }
 
     /// A notifier popped `i` and will store `word[i] = 1`: wait for that
@@ -155,6 +172,10 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         {
             let mut list = self.list.lock();
             list.push(i);
+            if poll.is_some() {
+                // Relaxed: under the list lock.
+                self.in_poll.store(i as u32 + 1, Ordering::Relaxed);
+            }
             self.nsleep.store(list.len() as u32, Ordering::SeqCst);
         }
         fence(Ordering::SeqCst);
@@ -170,12 +191,8 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         while self.words[i].load(Ordering::Acquire) == 0 {
             let once = match poll.as_mut() {
                 Some(poll) => {
-                    // The poller's Dekker pair with `wake` (module doc).
-                    self.in_poll.store(i as u32 + 1, Ordering::SeqCst);
-                    if self.words[i].load(Ordering::SeqCst) == 0 {
-                        poll(deadline_ns);
-                    }
-                    self.in_poll.store(0, Ordering::SeqCst);
+                    // A notifier that pops us kicks the poller (sticky).
+                    poll(deadline_ns);
                     true
                 }
                 None => {
@@ -195,20 +212,20 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         true
     }
 
-    fn wake(&self, j: usize) {
-        // SeqCst (Release at least: pairs with the Acquire load in `sleep`
-        // step 4): one half of the poller's Dekker pair.
-        self.words[j].store(1, Ordering::SeqCst);
-        if self.in_poll.load(Ordering::SeqCst) == j as u32 + 1 {
-            // Acquire: pairs with `sleep_polling`'s Release (made before
-            // its `in_poll` store, which we read).
+    /// Wakes `j`, which a notifier took off the list (with its poller
+    /// mark: `kick`).
+    fn wake(&self, j: usize, kick: bool) {
+        // Release: pairs with the Acquire load in `sleep` step 4.
+        self.words[j].store(1, Ordering::Release);
+        F::wake_one(&self.words[j]);
+        if kick {
+            // Acquire: pairs with `sleep_polling`'s Release, made before
+            // it took the list lock we took after it.
             let arg = self.kick_arg.load(Ordering::Acquire);
             if let (Some(kick), false) = (self.kick_fn, arg.is_null()) {
                 kick(arg);
-                return;
             }
         }
-        F::wake_one(&self.words[j]);
     }
 
     /// Wakes one sleeping worker if any sleeps. Returns whether a wake was
@@ -229,11 +246,11 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
             let mut list = self.list.lock();
             let j = list.pop();
             self.nsleep.store(list.len() as u32, Ordering::SeqCst);
-            j
+            j.map(|j| (j, self.take_poll_mark(j)))
         };
         match j {
-            Some(j) => {
-                self.wake(j);
+            Some((j, kick)) => {
+                self.wake(j, kick);
                 true
             }
             None => false,
@@ -247,9 +264,9 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
     pub fn notify_worker(&self, i: usize) -> bool {
         fence(Ordering::SeqCst);
         // The same removal a sleeper's own withdraw makes.
-        let found = self.withdraw(i);
+        let (found, kick) = self.withdraw_polling(i);
         if found {
-            self.wake(i);
+            self.wake(i, kick);
         }
         found
     }
@@ -257,14 +274,15 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
     /// Wakes every sleeper (shutdown).
     pub fn notify_all(&self) {
         fence(Ordering::SeqCst);
-        let all: Vec<usize> = {
+        let (all, poller): (Vec<usize>, u32) = {
             let mut list = self.list.lock();
             let all = list.drain(..).collect();
             self.nsleep.store(0, Ordering::SeqCst);
-            all
+            // Relaxed: under the list lock.
+            (all, self.in_poll.swap(0, Ordering::Relaxed))
         };
         for j in all {
-            self.wake(j);
+            self.wake(j, poller == j as u32 + 1);
         }
     }
 }

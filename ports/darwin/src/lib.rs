@@ -87,6 +87,16 @@
 //! other fault to the handler that was there before (`smarm_unix::fault`,
 //! shared with Linux; its module doc lists Darwin's differences).
 //!
+//! **IO readiness: `kqueue`.** One kqueue per runtime (made at the first
+//! registration), every descriptor added once with `EVFILT_READ` and
+//! `EVFILT_WRITE`, both `EV_CLEAR` (edge-triggered), in one `kevent` call (a
+//! descriptor without write readiness keeps its read filter), and an
+//! `EVFILT_USER` event triggered with `NOTE_TRIGGER` as the kick that wakes
+//! a worker waiting in `kevent` (`poll.rs`). Rejected: `poll`/`select` (a
+//! scan of every descriptor per wait, and a self-pipe as the kick);
+//! `EV_RECEIPT` for per-change results (macOS 10.12 and 10.13 report a
+//! refused change as a success).
+//!
 //! **Also:** `sched_yield`, `sysconf(_SC_NPROCESSORS_ONLN)` (through std's
 //! `available_parallelism`),
 //! `std::panic::catch_unwind`/`resume_unwind` at an actor's edge, and an
@@ -96,6 +106,7 @@
 
 mod clock;
 mod lock;
+mod poll;
 mod qos;
 mod wait;
 
@@ -159,7 +170,7 @@ unsafe impl Platform for Darwin {
     type Arch = HostArch;
     type Lock = DarwinLock;
     type Thread = std::thread::JoinHandle<()>;
-    type Poller = smarm_core::poll::NoPoller;
+    type Poller = poll::Kqueue;
 
     const NAME: &'static str = "darwin";
 
@@ -239,6 +250,7 @@ unsafe impl Platform for Darwin {
 // The user API (`Runtime`, `Builder`, `spawn`, `yield_now`, ...), with
 // `Darwin` filled in: the same invocation as every port, so the same names.
 smarm_core::port_api!(Darwin);
+smarm_unix::io_api!(crate::Darwin);
 
 #[cfg(test)]
 mod tests;
