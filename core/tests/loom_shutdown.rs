@@ -259,8 +259,9 @@ impl<Q: Queue> Rt<Q> {
         self.idle.notify_all();
     }
 
-    /// `Shared::idle` without timers. `true`: the worker exits.
-    // mirror: core/src/sched/worker.rs idle d3ca8f5a03de
+    /// `Shared::idle` without timers or IO (its `sleep_idle` is the futex
+    /// sleep when no descriptor is registered). `true`: the worker exits.
+    // mirror: core/src/sched/worker.rs idle c0dec680d6f5
     fn idle(&self, i: usize) -> bool {
         if self.finished.load(Ordering::SeqCst) {
             return true;
@@ -299,7 +300,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker b41f461b4bb8
+    // mirror: core/src/sched/worker.rs run_worker 3f69ab300453
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

@@ -7,7 +7,7 @@
 //! [`Async`](crate::io::Async): inside an actor a call that would block
 //! parks the actor on the runtime's poller; on a plain thread it blocks as
 //! std's does. Read and write timeouts park with a timer and return
-//! [`io::ErrorKind::TimedOut`](std::io::ErrorKind::TimedOut). Errors are
+//! [`std::io::ErrorKind::TimedOut`]. Errors are
 //! the OS's (`io::Error` with its kind); an `accept` that fails (`EMFILE`:
 //! out of descriptors) returns the error and the listener keeps working.
 //!
