@@ -391,8 +391,8 @@ pub(crate) struct WorkerCtx<P: Platform> {
     budget: u32,
     /// Turns left before the next timer check.
     timer_turns: u32,
-    /// Turns left before the next non-blocking IO poll.
-    io_turns: u32,
+    /// Timer checks left before the next non-blocking IO poll.
+    io_checks: u32,
     /// Resumes so far (published for the long-hold monitor).
     resumes: u64,
 }

@@ -453,7 +453,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         slice_cycles: shared.core.slice_cycles,
         budget: SAFE_POINT_BUDGET,
         timer_turns: TIMER_CHECK_TURNS,
-        io_turns: io::IO_POLL_TURNS,
+        io_checks: io::IO_POLL_CHECKS,
         resumes: 0,
     };
     let ctxp: *mut WorkerCtx<P> = &mut ctx;
@@ -471,13 +471,15 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             if (*ctxp).timer_turns == 0 {
                 (*ctxp).timer_turns = TIMER_CHECK_TURNS;
                 shared.fire_timers(w);
-            }
-            (*ctxp).io_turns -= 1;
-            if (*ctxp).io_turns == 0 {
-                (*ctxp).io_turns = io::IO_POLL_TURNS;
-                if let Some(d) = shared.core.io() {
-                    let n = d.poll_now();
-                    w.counters.io_events(n as u64);
+                // Every few timer checks, a non-blocking poll (counted
+                // here, off the per-turn path).
+                (*ctxp).io_checks -= 1;
+                if (*ctxp).io_checks == 0 {
+                    (*ctxp).io_checks = io::IO_POLL_CHECKS;
+                    if let Some(d) = shared.core.io() {
+                        let n = d.poll_now();
+                        w.counters.io_events(n as u64);
+                    }
                 }
             }
         }
