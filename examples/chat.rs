@@ -37,7 +37,9 @@ fn room(mut mb: Mailbox<Room>) {
     loop {
         match mb.recv() {
             Room::Join(id, out) => {
-                let _ = out.send(Out::Line(format!("welcome, you are user{id}; {} here\n", members.len()).into()));
+                let _ = out.send(Out::Line(
+                    format!("welcome, you are user{id}; {} here\n", members.len()).into(),
+                ));
                 members.insert(id, out);
                 broadcast(&members, format!("* user{id} joined\n"));
             }

@@ -121,7 +121,10 @@ fn main() {
             eprintln!("http_hello: cannot bind {addr}: {e}");
             std::process::exit(1);
         });
-        println!("http_hello: listening on http://{}/", l.local_addr().expect("local_addr"));
+        println!(
+            "http_hello: listening on http://{}/",
+            l.local_addr().expect("local_addr")
+        );
         for conn in l.incoming() {
             match conn {
                 Ok(s) => {
