@@ -152,7 +152,7 @@ fn ten_thousand_connections_at_once() {
     }
     let mut server = Reap(server);
     let stdout = server.0.stdout.take().unwrap();
-    let err = smarm_tests::with_timeout(300, move || {
+    smarm_tests::with_timeout(300, move || {
         use std::io::BufRead;
         let mut out = std::io::BufReader::new(stdout);
         let mut line = String::new();
@@ -190,7 +190,6 @@ fn ten_thousand_connections_at_once() {
             }
         });
     });
-    let _ = err;
     let status = server.0.wait().unwrap();
     let mut err = String::new();
     server.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
