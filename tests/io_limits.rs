@@ -182,12 +182,14 @@ fn ten_thousand_connections_at_once() {
                         let mut back = vec![0u8; msg.len()];
                         (&s).read_exact(&mut back).unwrap();
                         assert_eq!(back, msg.as_bytes());
+                        // Kept open: every echo back means the server holds
+                        // that connection; all close together below.
+                        s
                     })
                 })
                 .collect();
-            for h in hs {
-                h.join().expect("client");
-            }
+            let open: Vec<TcpStream> = hs.into_iter().map(|h| h.join().expect("client")).collect();
+            assert_eq!(open.len(), CONNS);
         });
     });
     let status = server.0.wait().unwrap();

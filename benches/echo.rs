@@ -1,0 +1,241 @@
+//! echo: round trips of 64-byte messages over loopback TCP, at 1, 100 and
+//! 1,000 concurrent connections, on each worker count of
+//! `SMARM_BENCH_WORKERS`: smarm actors on `net::TcpStream` vs tokio tasks
+//! on `tokio::net::TcpStream` in the same binary, and (once, in the
+//! one-worker group) std threads, a thread per connection end. Server and
+//! clients share the runtime; connections are made once per row and
+//! reused, so a sample times round trips only. Throughput is in round
+//! trips: criterion's time per element is ns per round trip.
+//!
+//! `cargo bench -p smarm-benches --bench echo`
+//!
+//! 10,000 connections are not a row: both ends in one process take 20,000
+//! descriptors, this machine's hard limit (`tests/io_limits.rs` holds
+//! 10,000 open with the server in a child process).
+
+#[path = "tokio_side.rs"]
+mod tokio_side;
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+
+use criterion::{Criterion, Throughput};
+use smarm_benches::smarm::{
+    self,
+    net::{TcpListener, TcpStream},
+};
+use smarm_benches::{port_name, smarm_rt, worker_counts};
+use tokio_side::{in_task, tokio_rt};
+
+const TRIPS: u64 = 4_000;
+const CONNS: [u64; 3] = [1, 100, 1000];
+const SIZE: usize = 64;
+
+fn each(conns: u64) -> u64 {
+    (TRIPS / conns).max(1)
+}
+
+/// `n` round trips on `s` (a blocking-style stream: smarm's or std's).
+fn trips<S>(s: S, n: u64)
+where
+    S: Read + Write,
+{
+    let mut s = s;
+    let msg = [7u8; SIZE];
+    let mut back = [0u8; SIZE];
+    for _ in 0..n {
+        s.write_all(&msg).expect("write");
+        s.read_exact(&mut back).expect("read");
+    }
+}
+
+/// Echoes until EOF (either flavour of blocking-style stream).
+fn echo<S: Read + Write>(mut s: S) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if s.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn smarm_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, workers: usize) {
+    let rt = smarm_rt(workers);
+    for conns in CONNS {
+        let each = each(conns);
+        let mut clients = Some(rt.block_on(move || {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = l.local_addr().expect("addr");
+            smarm::spawn(move || {
+                for _ in 0..conns {
+                    let (s, _) = l.accept().expect("accept");
+                    let _ = s.set_nodelay(true);
+                    smarm::spawn(move || echo(&s));
+                }
+            });
+            (0..conns)
+                .map(|_| {
+                    let s = TcpStream::connect(addr).expect("connect");
+                    let _ = s.set_nodelay(true);
+                    s
+                })
+                .collect::<Vec<_>>()
+        }));
+        g.throughput(Throughput::Elements(each * conns));
+        g.bench_function(format!("smarm/{conns}"), |b| {
+            b.iter(|| {
+                let cs = clients.take().expect("clients");
+                let back = rt.block_on(move || {
+                    let hs: Vec<_> = cs
+                        .into_iter()
+                        .map(|s| {
+                            smarm::spawn(move || {
+                                trips(&s, each);
+                                s
+                            })
+                        })
+                        .collect();
+                    hs.into_iter()
+                        .map(|h| h.join().expect("client"))
+                        .collect::<Vec<_>>()
+                });
+                clients = Some(back);
+            })
+        });
+        // Closing the clients ends the server's echo actors.
+        drop(clients);
+    }
+}
+
+fn tokio_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, workers: usize) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tk = tokio_rt(workers);
+    for conns in CONNS {
+        let each = each(conns);
+        let mut clients = Some(in_task(&tk, async move {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = l.local_addr().expect("addr");
+            tokio::spawn(async move {
+                for _ in 0..conns {
+                    let (mut s, _) = l.accept().await.expect("accept");
+                    let _ = s.set_nodelay(true);
+                    tokio::spawn(async move {
+                        let mut buf = [0u8; 4096];
+                        loop {
+                            match s.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => {
+                                    if s.write_all(&buf[..n]).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                    });
+                }
+            });
+            let mut v = Vec::new();
+            for _ in 0..conns {
+                let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+                let _ = s.set_nodelay(true);
+                v.push(s);
+            }
+            v
+        }));
+        g.throughput(Throughput::Elements(each * conns));
+        g.bench_function(format!("tokio/{conns}"), |b| {
+            b.iter(|| {
+                let cs = clients.take().expect("clients");
+                let back = in_task(&tk, async move {
+                    let hs: Vec<_> = cs
+                        .into_iter()
+                        .map(|mut s| {
+                            tokio::spawn(async move {
+                                let msg = [7u8; SIZE];
+                                let mut back = [0u8; SIZE];
+                                for _ in 0..each {
+                                    s.write_all(&msg).await.expect("write");
+                                    s.read_exact(&mut back).await.expect("read");
+                                }
+                                s
+                            })
+                        })
+                        .collect();
+                    let mut v = Vec::with_capacity(hs.len());
+                    for h in hs {
+                        v.push(h.await.expect("client"));
+                    }
+                    v
+                });
+                clients = Some(back);
+            })
+        });
+        drop(clients);
+    }
+}
+
+fn std_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    for conns in CONNS {
+        let each = each(conns);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let acceptor = std::thread::spawn(move || {
+            for _ in 0..conns {
+                let (s, _) = l.accept().expect("accept");
+                let _ = s.set_nodelay(true);
+                std::thread::spawn(move || echo(&s));
+            }
+        });
+        // Persistent client threads, each told how many trips to make.
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let gos: Vec<mpsc::Sender<u64>> = (0..conns)
+            .map(|_| {
+                let s = std::net::TcpStream::connect(addr).expect("connect");
+                let _ = s.set_nodelay(true);
+                let (go_tx, go_rx) = mpsc::channel::<u64>();
+                let done = done_tx.clone();
+                std::thread::spawn(move || {
+                    while let Ok(n) = go_rx.recv() {
+                        trips(&s, n);
+                        let _ = done.send(());
+                    }
+                });
+                go_tx
+            })
+            .collect();
+        acceptor.join().expect("acceptor");
+        g.throughput(Throughput::Elements(each * conns));
+        g.bench_function(format!("std_threads/{conns}"), |b| {
+            b.iter(|| {
+                for go in &gos {
+                    go.send(each).expect("go");
+                }
+                for _ in 0..conns {
+                    done_rx.recv().expect("done");
+                }
+            })
+        });
+        // Dropping the senders ends the client threads (and so the echo
+        // threads, at EOF).
+        drop(gos);
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    for workers in worker_counts() {
+        let mut g = c.benchmark_group(format!("echo/{}/{workers}w", port_name()));
+        smarm_rows(&mut g, workers);
+        tokio_rows(&mut g, workers);
+        if workers == 1 {
+            std_rows(&mut g);
+        }
+        g.finish();
+    }
+}
+
+smarm_benches::bench_main!(bench);
