@@ -25,7 +25,7 @@ use smarm_benches::smarm::{
     net::{TcpListener, TcpStream},
 };
 use smarm_benches::{port_name, smarm_rt, worker_counts};
-use tokio_side::{in_task, tokio_rt};
+use tokio_side::{in_task, tokio_rt_io};
 
 const TRIPS: u64 = 4_000;
 const CONNS: [u64; 3] = [1, 100, 1000];
@@ -114,7 +114,7 @@ fn smarm_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wall
 
 fn tokio_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, workers: usize) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let tk = tokio_rt(workers);
+    let tk = tokio_rt_io(workers);
     for conns in CONNS {
         let each = each(conns);
         let mut clients = Some(in_task(&tk, async move {

@@ -59,3 +59,19 @@ pub async fn tokio_pairs(pairs: u64, msgs_each: u64) -> u64 {
     }
     sum
 }
+
+/// As [`tokio_rt`], with tokio's IO driver on (the echo bench's sockets).
+pub fn tokio_rt_io(workers: usize) -> tokio::runtime::Runtime {
+    if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .expect("tokio runtime")
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_io()
+            .build()
+            .expect("tokio runtime")
+    }
+}
