@@ -24,6 +24,7 @@ MUTANTS=(
 'shutdown-last-idle#core/tests/loom_shutdown.rs#                self\.has_work\(\)\n                    \|\| \(self\.shutdown\.load\(Ordering::SeqCst\) && self\.idle\.sleepers\(\) as usize >= self\.workers\)#                self.has_work()#loom_shutdown#parked_actor_is_swept_at_shutdown#deadlock'
 'idle-wrong-word#core/src/sched/idle.rs#F::wake_one\(&self\.words\[j\]\);#F::wake_one(&self.words[(j + 1) % self.words.len()]);#loom_idle#two_workers_no_lost_wakeup#deadlock'
 'idle-notify-lies#core/src/sched/idle.rs#self\.wake\(j, kick\);\n                true#self.wake(j, kick);\n                false#loom_idle#notify_one_racing_a_sleep#issued no wake'
+'io-join-ignores-ticket#core/src/sched/io.rs#if \(self\.tick\.load\(Ordering::Relaxed\) \^ ticket\) & tick_mask\(interest\) != 0 \{#if false {#loom_io#readiness_after_eagain_is_never_lost#deadlock'
 'idle-no-kick#core/src/sched/idle.rs#        if kick \{\n            // Acquire: pairs with#        if false {\n            // Acquire: pairs with#loom_io#wakes_reach_the_poller_and_the_futex_sleeper#deadlock'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two

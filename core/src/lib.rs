@@ -59,6 +59,11 @@ pub use msg::mailbox;
 pub use sched::{counters, idle, queue, timer};
 
 pub use actor::Cancelled;
+/// Loom models only: the IO readiness record's protocol with threads as
+/// its waiters (`core/tests/loom_io.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub use sched::io::loom_record;
 /// Loom models only: the actor state word's wake and in-place wait, the
 /// real functions the runtime calls (`core/tests/loom_held.rs`).
 #[cfg(smarm_loom)]

@@ -6,11 +6,14 @@
 //! deadline vs a kill, exactly one wake) is in the scheduler's `io` module;
 //! the poller is the port's [`Poller`](crate::poll::Poller).
 //!
-//! The caller drives the descriptor itself, non-blocking: it makes the
-//! call (`read`, `accept`, ...), and only when that returns `EAGAIN` does
-//! it [`wait`](Registration::wait), then calls again. The wait may return
-//! without the descriptor being ready (a stale readiness): the call
-//! returns `EAGAIN` again and the caller waits again.
+//! The caller drives the descriptor itself, non-blocking: it takes a
+//! [`Ticket`] ([`Registration::ticket`]), makes the call (`read`,
+//! `accept`, ...), and only when that returns `EAGAIN` does it
+//! [`wait`](Registration::wait) with the ticket, then calls again. The
+//! ticket says which edges the call may have missed: the wait returns at
+//! once if the descriptor became ready since it was taken. The wait may
+//! also return without the descriptor being ready (a spurious edge): the
+//! call returns `EAGAIN` again and the caller waits again.
 
 use alloc::sync::Arc;
 use core::fmt;
@@ -80,6 +83,11 @@ impl fmt::Display for WaitError {
     }
 }
 
+/// The readiness edges a registration had seen when it was taken (before
+/// a call): see [`Registration::ticket`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u32);
+
 /// A descriptor registered with a runtime's poller, for both directions,
 /// until dropped (drop it before closing the descriptor).
 pub struct Registration<P: Platform> {
@@ -128,19 +136,31 @@ impl<P: Platform> Registration<P> {
         sio::is_current::<P>(&self.driver)
     }
 
+    /// The edges seen so far: take it before a call, and pass it to
+    /// [`wait`](Self::wait) if the call returns `EAGAIN`.
+    pub fn ticket(&self) -> Ticket {
+        // SAFETY: `self` holds the registration (and the driver).
+        Ticket(unsafe { sio::ticket(self.rec) })
+    }
+
     /// Parks the calling actor until the descriptor may be ready for
-    /// `interest` (the caller's last call on it returned `EAGAIN`), or
-    /// until `deadline_ns` (the platform clock, `Platform::now_ns`). May
-    /// return early (the caller calls again, and waits again on `EAGAIN`).
-    /// A kill or a shutdown unwinds the actor out of the wait as out of any
-    /// park.
-    pub fn wait(&self, interest: Interest, deadline_ns: Option<u64>) -> Result<(), WaitError> {
+    /// `interest` after `ticket` (taken before the caller's call that
+    /// returned `EAGAIN`; at once if an edge came since), or until
+    /// `deadline_ns` (the platform clock, `Platform::now_ns`). May return
+    /// early (the caller calls again, and waits again on `EAGAIN`). A kill
+    /// or a shutdown unwinds the actor out of the wait as out of any park.
+    pub fn wait(
+        &self,
+        interest: Interest,
+        ticket: Ticket,
+        deadline_ns: Option<u64>,
+    ) -> Result<(), WaitError> {
         if !self.can_wait() {
             return Err(WaitError::NotHere);
         }
         // SAFETY: `self` holds the registration (and the driver) for the
         // whole call.
-        match unsafe { sio::wait_ready::<P>(self.rec, interest.0, deadline_ns) } {
+        match unsafe { sio::wait_ready::<P>(self.rec, interest.0, ticket.0, deadline_ns) } {
             WaitOutcome::Retry => Ok(()),
             WaitOutcome::TimedOut => Err(WaitError::TimedOut),
         }

@@ -22,33 +22,41 @@
 //! # The readiness record and its protocol
 //!
 //! Each registered descriptor has a [`Record`], whose address is its token
-//! in the poller. Under the record's lock: a `ready` latch (the directions
-//! that became ready while nobody waited for them) and the actors waiting
-//! (each with the directions it waits for).
+//! in the poller: a *tick* word (two 16-bit counts of the edges delivered
+//! so far, reads in the low half, writes in the high half; written under
+//! the record's lock, read without it) and, under the lock, the actors
+//! waiting (each with the directions it waits for).
 //!
-//! - **The poller** (an event for directions `d`): takes every waiter
-//!   whose interest meets `d` and wakes it; latches the directions of `d`
-//!   that no waiter took.
-//! - **A waiter** (an actor whose read or write returned `EAGAIN`): if the
-//!   latch holds its direction, clears it and retries the call at once;
-//!   else joins the waiters and parks (with a timer if it has a deadline).
-//!   Once resumed, for any reason, it takes itself out of the waiters if
-//!   it is still there, and retries the call (or reports its deadline).
+//! - **A caller** reads the tick ([`ticket`]) *before* its call (`read`,
+//!   `accept`, ...). If the call returns `EAGAIN`, it waits with that
+//!   ticket: under the lock, if the tick of its direction moved since, an
+//!   edge came after the call began, so it retries at once; else it joins
+//!   the waiters and parks (with a timer if it has a deadline). Once
+//!   resumed, for any reason, it takes itself out of the waiters if still
+//!   there, and calls again (or reports its deadline).
+//! - **The poller** (an event for directions `d`): under the lock, counts
+//!   the edge in the tick and takes every waiter whose interest meets `d`,
+//!   and wakes it.
 //! - **A deadline**: the timer pokes the record: takes that waiter out if
 //!   it is still there, and wakes it.
 //! - **A kill, a cancellation** (shutdown): they wake the actor directly;
 //!   it unwinds from its park, and the unwind takes it out of the waiters.
 //!
 //! Why no readiness is lost: the poller reports only edges (changes to
-//! ready after the last report), and a waiter waits only after its call
-//! returned `EAGAIN`, so any readiness it could miss is an edge after that
-//! `EAGAIN`; the poller's delivery and the waiter's check-and-join are
-//! under one lock, so the edge either is latched before the check (the
-//! waiter retries) or finds the waiter joined (and wakes it). Why a wake is
-//! delivered once: a waiter entry is removed, under the lock, by exactly
-//! one of the poller, the timer and the waiter itself, and only the one
-//! that removed it wakes it. A stale latch (an edge whose data an earlier
-//! call already took) costs one retry that returns `EAGAIN` again.
+//! ready after the last report), so the only readiness a caller can miss
+//! is an edge after its call began (data there before the call, the call
+//! would have returned). That edge's delivery either counted in the tick
+//! before the caller's check (it retries) or found it among the waiters
+//! (it wakes it): both under the lock. Any number of callers may wait on
+//! one direction (several actors accepting on one listener): each compares
+//! its own ticket, so an edge that woke one does not strand another that
+//! joined just after. Why a wake is delivered once: a waiter entry is
+//! removed, under the lock, by exactly one of the poller, the timer and the
+//! waiter itself, and only the one that removed it wakes it. A spurious
+//! edge (data an earlier call already took) costs one retry that returns
+//! `EAGAIN` again. (A first cut latched the directions nobody waited for
+//! instead of counting them; loom's `two_readers_are_both_woken_by_one_edge`
+//! found a second reader stranded by an edge that woke the first.)
 //!
 //! # Records are never freed while the driver lives
 //!
@@ -73,71 +81,151 @@ pub(crate) const IO_POLL_CHECKS: u32 = 4;
 /// Events taken per poll.
 const EVENTS: usize = 256;
 
-/// An actor waiting on a record.
+/// Who waits on a record.
+enum Who {
+    /// A parked actor (every waiter of the runtime).
+    Actor(Arc<Actor>),
+    /// Loom models only: a thread's wake word (`1` once woken) and the
+    /// futex wake for it (`loom_record`).
+    #[cfg(smarm_loom)]
+    Thread(Arc<crate::sync::AtomicU32>, fn(&crate::sync::AtomicU32)),
+}
+
+impl Who {
+    /// The waiter's identity (for its own or the timer's withdrawal).
+    fn id(&self) -> usize {
+        match self {
+            Who::Actor(a) => Arc::as_ptr(a) as usize,
+            #[cfg(smarm_loom)]
+            Who::Thread(w, _) => Arc::as_ptr(w) as usize,
+        }
+    }
+
+    /// Wakes the waiter (its entry was just taken out: once).
+    fn wake(self) {
+        match self {
+            Who::Actor(a) => {
+                if let Some(a) = a.wake() {
+                    schedule(a);
+                }
+            }
+            #[cfg(smarm_loom)]
+            Who::Thread(w, wake) => {
+                // Release: pairs with the waiter's Acquire load of its word.
+                w.store(1, Ordering::Release);
+                wake(&w);
+            }
+        }
+    }
+}
+
+/// A waiter on a record and the directions it waits for.
 struct IoWaiter {
-    actor: Arc<Actor>,
+    who: Who,
     interest: u32,
 }
 
 struct RecordState {
-    /// Directions that became ready while nobody waited for them.
-    ready: u32,
     waiters: Vec<IoWaiter>,
 }
 
 /// One registered descriptor's readiness.
 pub struct Record<L: RawLock> {
+    /// Edges delivered: reads in the low 16 bits, writes in the high 16
+    /// (each wraps). Written under `state`'s lock, read without it.
+    tick: AtomicU32,
     state: Mutex<L, RecordState>,
     fd: AtomicI32,
+}
+
+/// The tick bits of `interest`'s directions.
+fn tick_mask(interest: u32) -> u32 {
+    let mut m = 0;
+    if interest & crate::seam::poll::READABLE != 0 {
+        m |= 0xffff;
+    }
+    if interest & crate::seam::poll::WRITABLE != 0 {
+        m |= 0xffff_0000;
+    }
+    m
+}
+
+/// `tick` with one more edge counted in each direction of `ready`.
+fn tick_add(tick: u32, ready: u32) -> u32 {
+    let mut lo = tick & 0xffff;
+    let mut hi = tick >> 16;
+    if ready & crate::seam::poll::READABLE != 0 {
+        lo = (lo + 1) & 0xffff;
+    }
+    if ready & crate::seam::poll::WRITABLE != 0 {
+        hi = (hi + 1) & 0xffff;
+    }
+    lo | (hi << 16)
 }
 
 impl<L: RawLock> Record<L> {
     fn new() -> Self {
         Record {
-            state: Mutex::new(RecordState {
-                ready: 0,
-                waiters: Vec::new(),
-            }),
+            tick: AtomicU32::new(0),
+            state: Mutex::new(RecordState { waiters: Vec::new() }),
             fd: AtomicI32::new(-1),
         }
     }
 
-    /// The poller's delivery: wakes the waiters `ready` meets, latches the
-    /// rest. Returns the actors woken.
+    /// The tick, for a caller about to make its call.
+    #[inline]
+    fn ticket(&self) -> u32 {
+        // Acquire: pairs with the Release store in `deliver` (what the
+        // poller saw is visible to the call that follows).
+        self.tick.load(Ordering::Acquire)
+    }
+
+    /// The poller's delivery: counts the edge, wakes the waiters `ready`
+    /// meets. Returns the waiters woken.
     fn deliver(&self, ready: u32) -> usize {
         let mut st = self.state.lock();
-        let mut taken = 0;
+        // Relaxed load: written only under the lock we hold. Release
+        // store: pairs with `ticket`'s Acquire.
+        let t = self.tick.load(Ordering::Relaxed);
+        self.tick.store(tick_add(t, ready), Ordering::Release);
         let mut woken = 0;
         let mut k = 0;
         while k < st.waiters.len() {
             if st.waiters[k].interest & ready != 0 {
                 let w = st.waiters.swap_remove(k);
-                taken |= w.interest & ready;
                 woken += 1;
-                if let Some(a) = w.actor.wake() {
-                    schedule(a);
-                }
+                w.who.wake();
             } else {
                 k += 1;
             }
         }
-        st.ready |= ready & !taken;
         woken
     }
 
-    /// Takes the waiter `actor` out if it is still there; `wake`: wake it
-    /// (the timer's poke). Returns whether it was there.
-    fn withdraw(&self, actor: *const Actor, wake: bool) -> bool {
+    /// A waiter's check-and-join with the `ticket` it read before its
+    /// call: if an edge of `interest` came since, returns `false` (retry
+    /// the call now); else adds `who` to the waiters and returns `true`.
+    fn join(&self, who: Who, interest: u32, ticket: u32) -> bool {
         let mut st = self.state.lock();
-        let Some(k) = st.waiters.iter().position(|w| Arc::as_ptr(&w.actor) == actor) else {
+        // Relaxed: written only under the lock we hold.
+        if (self.tick.load(Ordering::Relaxed) ^ ticket) & tick_mask(interest) != 0 {
+            return false;
+        }
+        st.waiters.push(IoWaiter { who, interest });
+        true
+    }
+
+    /// Takes the waiter `id` out if it is still there; `wake`: wake it
+    /// (the timer's poke). Returns whether it was there.
+    fn withdraw(&self, id: usize, wake: bool) -> bool {
+        let mut st = self.state.lock();
+        let Some(k) = st.waiters.iter().position(|w| w.who.id() == id) else {
             return false;
         };
         let w = st.waiters.swap_remove(k);
         drop(st);
         if wake {
-            if let Some(a) = w.actor.wake() {
-                schedule(a);
-            }
+            w.who.wake();
         }
         true
     }
@@ -228,11 +316,7 @@ impl<P: Platform> IoDriver<P> {
         };
         // SAFETY: records live as long as the driver (module doc).
         let r = unsafe { rec.as_ref() };
-        {
-            let mut st = r.state.lock();
-            st.ready = 0;
-            debug_assert!(st.waiters.is_empty());
-        }
+        debug_assert!(r.state.lock().waiters.is_empty());
         // Relaxed: a dump hint.
         r.fd.store(fd, Ordering::Relaxed);
         if let Err(e) = self.poller.register(fd, rec.as_ptr() as usize) {
@@ -311,9 +395,21 @@ impl<P: Platform> IoDriver<P> {
     }
 }
 
+/// The tick of `rec`, for a caller about to make its call (see the
+/// module doc).
+///
+/// # Safety
+///
+/// `rec` is a live registration's record.
+pub(crate) unsafe fn ticket<L: RawLock>(rec: NonNull<Record<L>>) -> u32 {
+    // SAFETY: caller contract.
+    unsafe { rec.as_ref() }.ticket()
+}
+
 /// The calling actor waits until `rec` reports one of `interest`'s
-/// directions, or until `deadline_ns`. The caller is an actor of the
-/// runtime `rec` belongs to, and its last call on `fd` returned `EAGAIN`.
+/// directions after `ticket` (read before the call that returned
+/// `EAGAIN`), or until `deadline_ns`. The caller is an actor of the
+/// runtime `rec` belongs to.
 ///
 /// # Safety
 ///
@@ -322,6 +418,7 @@ impl<P: Platform> IoDriver<P> {
 pub(crate) unsafe fn wait_ready<P: Platform>(
     rec: NonNull<Record<P::Lock>>,
     interest: u32,
+    ticket: u32,
     deadline_ns: Option<u64>,
 ) -> WaitOutcome {
     let Some(me) = current_actor::<P>() else {
@@ -330,29 +427,24 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
     // SAFETY: caller contract.
     let r = unsafe { rec.as_ref() };
     let passed = |d: Option<u64>| d.is_some_and(|d| P::now_ns() >= d);
-    {
-        let mut st = r.state.lock();
-        if st.ready & interest != 0 {
-            st.ready &= !interest;
-            return WaitOutcome::Retry;
-        }
-        if passed(deadline_ns) {
-            return WaitOutcome::TimedOut;
-        }
-        // SAFETY: `me` is the running actor, alive while it runs; the
-        // entry takes one more reference.
-        let actor = unsafe {
-            Arc::increment_strong_count(me);
-            Arc::from_raw(me)
-        };
-        st.waiters.push(IoWaiter { actor, interest });
+    if passed(deadline_ns) {
+        return WaitOutcome::TimedOut;
+    }
+    // SAFETY: `me` is the running actor, alive while it runs; the entry
+    // takes one more reference.
+    let actor = unsafe {
+        Arc::increment_strong_count(me);
+        Arc::from_raw(me)
+    };
+    if !r.join(Who::Actor(actor), interest, ticket) {
+        return WaitOutcome::Retry;
     }
     /// Takes the caller out of the waiters if the park unwinds (a kill,
     /// a cancellation).
     struct Leave<'a, L: RawLock>(&'a Record<L>, *const Actor);
     impl<L: RawLock> Drop for Leave<'_, L> {
         fn drop(&mut self) {
-            self.0.withdraw(self.1, false);
+            self.0.withdraw(self.1 as usize, false);
         }
     }
     let leave = Leave(r, me);
@@ -379,7 +471,7 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
                     // cancelled (its Drop waits for a poke in flight), so
                     // the waiter, and the registration it holds, is live.
                     let r = unsafe { &*(rec as *const Record<P::Lock>) };
-                    r.withdraw(me as *const Actor, true);
+                    r.withdraw(me, true);
                 }),
             );
         }
@@ -388,7 +480,7 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
     // there. A deadline that passed wins over a readiness that came with
     // it: nothing is lost (the next call tries the descriptor first).
     mem::forget(leave);
-    r.withdraw(me, false);
+    r.withdraw(me as usize, false);
     if passed(deadline_ns) {
         WaitOutcome::TimedOut
     } else {
@@ -416,4 +508,55 @@ pub(crate) fn is_current<P: Platform>(driver: &IoDriver<P>) -> bool {
     // SAFETY: as in `current_driver`.
     let core = unsafe { &*(*c).core };
     core.io().is_some_and(|d| ptr::eq(d, driver))
+}
+
+/// Loom models only: the readiness record's real protocol (`deliver`,
+/// `join`, `withdraw`) with threads as its waiters
+/// (`core/tests/loom_io.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub mod loom_record {
+    use alloc::sync::Arc;
+
+    use super::{Record, Who};
+    use crate::seam::platform::RawLock;
+    use crate::sync::AtomicU32;
+
+    /// A record with no descriptor behind it.
+    pub struct TestRecord<L: RawLock>(Record<L>);
+
+    impl<L: RawLock> Default for TestRecord<L> {
+        fn default() -> Self {
+            TestRecord(Record::new())
+        }
+    }
+
+    impl<L: RawLock> TestRecord<L> {
+        /// The poller's delivery of `ready`; the waiters woken.
+        pub fn deliver(&self, ready: u32) -> usize {
+            self.0.deliver(ready)
+        }
+
+        /// The tick, read before a call.
+        pub fn ticket(&self) -> u32 {
+            self.0.ticket()
+        }
+
+        /// A waiter's check-and-join with `word` (0; set to 1 and woken
+        /// with `wake` by whoever takes the entry) and the `ticket` it read
+        /// before its call: `false` if an edge came since (retry).
+        pub fn join(&self, word: &Arc<AtomicU32>, wake: fn(&AtomicU32), interest: u32, ticket: u32) -> bool {
+            self.0.join(Who::Thread(word.clone(), wake), interest, ticket)
+        }
+
+        /// The waiter's (`wake`: the timer's) withdrawal of `word`'s entry.
+        pub fn withdraw(&self, word: &Arc<AtomicU32>, wake: bool) -> bool {
+            self.0.withdraw(Arc::as_ptr(word) as usize, wake)
+        }
+
+        /// Waiters still in the record.
+        pub fn waiters(&self) -> usize {
+            self.0.state.lock().waiters.len()
+        }
+    }
 }

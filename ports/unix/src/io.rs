@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use smarm_core::io::{Interest, RegisterError, Registration, WaitError};
+use smarm_core::io::{Interest, RegisterError, Registration, Ticket, WaitError};
 use smarm_core::poll::PollError;
 use smarm_core::Platform;
 
@@ -173,10 +173,20 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
         inner
     }
 
-    /// Waits until the descriptor may be ready for `interest`, or the
+    /// The registration's ticket, if it is registered (taken before a
+    /// call: see `smarm_core::io::Registration::ticket`).
+    fn ticket(&self) -> Option<Ticket> {
+        self.reg
+            .get()
+            .and_then(|r| r.as_ref().ok())
+            .map(Registration::ticket)
+    }
+
+    /// Waits until the descriptor may be ready for `interest` after
+    /// `ticket` (taken before the call that said `WouldBlock`), or the
     /// deadline (platform clock) passes: see the module doc for who waits
     /// how. May return early: call, and wait again on `WouldBlock`.
-    pub fn wait(&self, interest: Interest, deadline_ns: Option<u64>) -> io::Result<()> {
+    fn wait(&self, interest: Interest, ticket: Option<Ticket>, deadline_ns: Option<u64>) -> io::Result<()> {
         if smarm_core::current_id::<P>().is_some() {
             let reg = self
                 .reg
@@ -190,7 +200,14 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
             // No poller here (or the OS refused this descriptor: a regular
             // file is always ready), or another runtime's actor: below.
             if let Ok(reg) = reg {
-                match reg.wait(interest, deadline_ns) {
+                // Registered after the call began (just now, or by another
+                // caller meanwhile): its ticket could not be taken, so call
+                // again with one (the registration reports a readiness that
+                // holds already).
+                let Some(ticket) = ticket else {
+                    return Ok(());
+                };
+                match reg.wait(interest, ticket, deadline_ns) {
                     Ok(()) => return Ok(()),
                     Err(WaitError::TimedOut) => return Err(timed_out()),
                     Err(_) => {}
@@ -200,16 +217,6 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
             return smarm_core::blocking::<P, _>(|| poll_fd::<P>(fd, interest, deadline_ns));
         }
         poll_fd::<P>(self.inner.as_raw_fd(), interest, deadline_ns)
-    }
-
-    /// Waits until readable (see [`wait`](Self::wait)).
-    pub fn readable(&self) -> io::Result<()> {
-        self.wait(Interest::READABLE, None)
-    }
-
-    /// Waits until writable (see [`wait`](Self::wait)).
-    pub fn writable(&self) -> io::Result<()> {
-        self.wait(Interest::WRITABLE, None)
     }
 
     /// Runs `op` until it does not return `WouldBlock` (or `Interrupted`),
@@ -222,6 +229,7 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
     ) -> io::Result<R> {
         let mut dl = None;
         loop {
+            let ticket = self.ticket();
             match op(&self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -230,7 +238,7 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
             if dl.is_none() && timeout.is_some() {
                 dl = deadline::<P>(timeout);
             }
-            self.wait(interest, dl)?;
+            self.wait(interest, ticket, dl)?;
         }
     }
 
