@@ -308,3 +308,50 @@ fn udp_round_trip_between_actors_on_one_worker() {
         });
     });
 }
+
+#[test]
+fn several_acceptors_share_one_listener() {
+    // Four actors accept on one listener (the latch this runtime's first
+    // record had could strand one whose wait began just after an edge
+    // woke another); 64 connections in bursts all get served.
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        rt.block_on(|| {
+            let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+            let addr = l.local_addr().unwrap();
+            let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let acceptors: Vec<_> = (0..4)
+                .map(|_| {
+                    let (l, served) = (l.clone(), served.clone());
+                    smarm::spawn(move || loop {
+                        let (s, _) = l.accept().unwrap();
+                        let mut b = [0u8; 1];
+                        if (&s).read(&mut b).unwrap() == 0 {
+                            return; // the stop connection
+                        }
+                        (&s).write_all(&b).unwrap();
+                        served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    })
+                })
+                .collect();
+            for burst in 0..8u8 {
+                let cs: Vec<_> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+                for c in &cs {
+                    (&*c).write_all(&[burst]).unwrap();
+                }
+                for c in &cs {
+                    let mut b = [0u8; 1];
+                    (&*c).read_exact(&mut b).unwrap();
+                    assert_eq!(b[0], burst);
+                }
+            }
+            assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 64);
+            // One empty connection per acceptor ends it.
+            let stops: Vec<_> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
+            drop(stops);
+            for a in acceptors {
+                a.join().unwrap();
+            }
+        });
+    });
+}
