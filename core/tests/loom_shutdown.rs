@@ -300,7 +300,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 3f69ab300453
+    // mirror: core/src/sched/worker.rs run_worker 31470908165c
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

@@ -16,6 +16,36 @@
 //! long as DNS takes, so inside an actor it runs through `blocking`, off
 //! the workers.
 
+/// The timeout methods of a socket type with `read_timeout` and
+/// `write_timeout` fields ([`Timeout`](crate::io::Timeout)s): std's
+/// signatures; the wait parks with a timer.
+macro_rules! timeout_methods {
+    () => {
+        /// Bounds every later read or receive (`None`: no bound); one that
+        /// waits longer returns `TimedOut`. The wait parks with a timer
+        /// (the socket's `SO_RCVTIMEO` is not used). A zero duration is
+        /// `InvalidInput`.
+        pub fn set_read_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+            self.read_timeout.set(t)
+        }
+
+        /// Bounds every later write or send (as `set_read_timeout`).
+        pub fn set_write_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+            self.write_timeout.set(t)
+        }
+
+        /// The read timeout.
+        pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.read_timeout.get())
+        }
+
+        /// The write timeout.
+        pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.write_timeout.get())
+        }
+    };
+}
+
 mod addr;
 mod tcp;
 mod udp;

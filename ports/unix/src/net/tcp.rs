@@ -199,27 +199,7 @@ impl<P: Platform> TcpStream<P> {
         self.io.get_ref().nodelay()
     }
 
-    /// Bounds every later read (`None`: no bound); a read that waits
-    /// longer returns `TimedOut`. The wait parks with a timer (the socket's
-    /// `SO_RCVTIMEO` is not used). A zero duration is `InvalidInput`.
-    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.read_timeout.set(t)
-    }
-
-    /// Bounds every later write (as [`set_read_timeout`](Self::set_read_timeout)).
-    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.write_timeout.set(t)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.read_timeout.get())
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.write_timeout.get())
-    }
+    timeout_methods!();
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {

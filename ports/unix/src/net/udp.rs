@@ -5,7 +5,6 @@ use std::net::{self, SocketAddr};
 
 use super::ToSocketAddrs;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::time::Duration;
 
 use smarm_core::io::Interest;
 use smarm_core::Platform;
@@ -88,26 +87,7 @@ impl<P: Platform> UdpSocket<P> {
             .io_with(Interest::READABLE, self.read_timeout.get(), |s| s.peek(buf))
     }
 
-    /// Bounds every later receive (`TimedOut` after it; `None`: no bound;
-    /// zero: `InvalidInput`).
-    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.read_timeout.set(t)
-    }
-
-    /// Bounds every later send.
-    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.write_timeout.set(t)
-    }
-
-    /// The receive timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.read_timeout.get())
-    }
-
-    /// The send timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.write_timeout.get())
-    }
+    timeout_methods!();
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {

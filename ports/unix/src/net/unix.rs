@@ -7,7 +7,6 @@ use std::net::Shutdown;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::{self as unet, SocketAddr};
 use std::path::Path;
-use std::time::Duration;
 
 use smarm_core::io::Interest;
 use smarm_core::Platform;
@@ -170,25 +169,7 @@ impl<P: Platform> UnixStream<P> {
         self.io.get_ref().shutdown(how)
     }
 
-    /// Bounds every later read (`TimedOut` after it; zero: `InvalidInput`).
-    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.read_timeout.set(t)
-    }
-
-    /// Bounds every later write.
-    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.write_timeout.set(t)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.read_timeout.get())
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.write_timeout.get())
-    }
+    timeout_methods!();
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -325,15 +306,7 @@ impl<P: Platform> UnixDatagram<P> {
             .io_with(Interest::READABLE, self.read_timeout.get(), |s| s.recv(buf))
     }
 
-    /// Bounds every later receive.
-    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.read_timeout.set(t)
-    }
-
-    /// Bounds every later send.
-    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.write_timeout.set(t)
-    }
+    timeout_methods!();
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
