@@ -355,3 +355,90 @@ fn several_acceptors_share_one_listener() {
         });
     });
 }
+
+#[test]
+fn async_reads_a_pipe_written_by_a_plain_thread() {
+    use smarm_tests::smarm::io::Async;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    with_timeout(60, || {
+        let mut fds = [0i32; 2];
+        // SAFETY: pipe with a live two-int array; results checked.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fresh descriptors we own.
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let r = Async::new(std::fs::File::from(r)).unwrap();
+        let mut w = std::fs::File::from(w);
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let reader = rt.spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 64];
+            loop {
+                let n = r.read_with(|mut f| f.read(&mut buf)).unwrap();
+                if n == 0 {
+                    return got;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+        });
+        eventually(30, "the reader parks on the pipe", || {
+            rt.dump()
+                .actors
+                .iter()
+                .any(|i| i.id == reader.id() && matches!(i.state, ActorState::WaitingIo { write: false, .. }))
+        });
+        for i in 0..100u8 {
+            w.write_all(&[i; 10]).unwrap();
+        }
+        drop(w);
+        let got = reader.join().unwrap();
+        let want: Vec<u8> = (0..100u8).flat_map(|i| [i; 10]).collect();
+        assert_eq!(got, want);
+    });
+}
+
+#[test]
+fn read_timeouts_racing_data_lose_nothing() {
+    // A reader with a short timeout against a writer that writes in
+    // bursts: each read returns data or TimedOut, and every byte written
+    // is read once, in order (a timeout that ate a wake, or a wake that
+    // left a stale entry, would lose or stall bytes).
+    with_timeout(120, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        rt.block_on(|| {
+            let (a, b) = UnixStream::pair().unwrap();
+            a.set_read_timeout(Some(Duration::from_micros(200))).unwrap();
+            const N: usize = 20_000;
+            let w = smarm::spawn(move || {
+                let mut x = 0u32;
+                for i in 0..N {
+                    (&b).write_all(&[i as u8]).unwrap();
+                    // Irregular bursts: yield now and then, sleep rarely.
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    match x >> 28 {
+                        0 => smarm::sleep(Duration::from_micros(300)),
+                        1..=5 => smarm::yield_now(),
+                        _ => {}
+                    }
+                }
+            });
+            let mut got = 0usize;
+            let mut buf = [0u8; 256];
+            while got < N {
+                match (&a).read(&mut buf) {
+                    Ok(0) => panic!("EOF after {got} bytes"),
+                    Ok(n) => {
+                        for (k, &v) in buf[..n].iter().enumerate() {
+                            assert_eq!(v, (got + k) as u8, "byte {} out of order", got + k);
+                        }
+                        got += n;
+                    }
+                    // The writer's sleeps outlast the timeout now and then.
+                    Err(e) if e.kind() == ErrorKind::TimedOut => {}
+                    Err(e) => panic!("read: {e}"),
+                }
+            }
+            w.join().unwrap();
+            assert_eq!(got, N);
+        });
+    });
+}
