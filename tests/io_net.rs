@@ -442,3 +442,61 @@ fn read_timeouts_racing_data_lose_nothing() {
         });
     });
 }
+
+#[test]
+fn io_is_served_while_a_hog_holds_the_poller_s_worker() {
+    // Two workers. A starter actor parks on its mailbox, then a reader
+    // parks on a socket: the worker that ran the reader is the last to go
+    // idle, so it waits in the poller and is the first a wake pops; the
+    // other sleeps on its futex word. A message to the starter kicks the
+    // poller's worker out to run it, and the starter spawns (work-first) a
+    // hog that never switches out until the reader has its data. The read
+    // must still be served: the worker leaving the poller hands the poll
+    // role to the sleeper. (Without the handoff the read waits for the hog,
+    // forever.)
+    for _ in 0..10 {
+        with_timeout(30, || {
+            let rt = Runtime::builder().workers(2).build().unwrap();
+            let (a, b) = UnixStream::pair().unwrap();
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (starter, starter_h) = {
+                let done = done.clone();
+                rt.spawn_actor(move |mut mb: smarm::Mailbox<()>| {
+                    mb.recv();
+                    let hog = smarm::spawn(move || {
+                        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                            std::hint::spin_loop();
+                        }
+                    });
+                    hog.join().unwrap();
+                })
+            };
+            eventually(10, "the starter parks", || {
+                rt.dump()
+                    .actors
+                    .iter()
+                    .any(|i| i.id == starter_h.id() && i.state == ActorState::WaitingMailbox)
+            });
+            let reader = {
+                let done = done.clone();
+                rt.spawn(move || {
+                    let mut buf = [0u8; 1];
+                    (&a).read_exact(&mut buf).unwrap();
+                    done.store(true, std::sync::atomic::Ordering::SeqCst);
+                })
+            };
+            eventually(10, "the reader parks", || {
+                rt.dump()
+                    .actors
+                    .iter()
+                    .any(|i| i.id == reader.id() && matches!(i.state, ActorState::WaitingIo { .. }))
+            });
+            starter.send(()).unwrap();
+            // The hog is spawned work-first: once it exists it runs.
+            eventually(10, "the hog runs", || rt.dump().actors.len() == 3);
+            (&b).write_all(b"x").unwrap();
+            reader.join().unwrap();
+            starter_h.join().unwrap();
+        });
+    }
+}

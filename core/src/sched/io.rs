@@ -12,6 +12,9 @@
 //!   event, the earliest timer (if it also holds the timers) or a kick;
 //!   [`Idle`](crate::sched::idle::Idle)'s wake kicks the poller when the
 //!   worker it wakes is the one inside it;
+//! - a worker that leaves the poller with something to run while another
+//!   sleeps wakes that one, which takes the poll role (so an actor that
+//!   holds its worker does not hold up IO);
 //! - a busy worker polls without blocking every [`IO_POLL_CHECKS`] timer
 //!   checks (64 turns), so a saturated runtime still serves IO; the count
 //!   rides on the timer check, so a turn pays nothing more for it.

@@ -340,6 +340,14 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 let n = d.dispatch();
                 d.release();
                 w.counters.io_events(n as u64);
+                // We leave the poller to run something (what it woke, or
+                // what the kick was for), which may not switch out for a
+                // long time: hand the role on to a sleeper, which finds no
+                // work and waits in the poller, so IO is served meanwhile
+                // (Go's findrunnable wakes a spinning M the same way).
+                if d.active() && core.idle.sleepers() > 0 && self.has_work() && core.idle.notify_one() {
+                    w.counters.wakeups(1);
+                }
                 slept
             }
             None => core.idle.sleep(index, has_work, deadline),
