@@ -12,9 +12,10 @@
 //!   event, the earliest timer (if it also holds the timers) or a kick;
 //!   [`Idle`](crate::sched::idle::Idle)'s wake kicks the poller when the
 //!   worker it wakes is the one inside it;
-//! - a worker that leaves the poller with something to run while another
-//!   sleeps wakes that one, which takes the poll role (so an actor that
-//!   holds its worker does not hold up IO);
+//! - a worker kicked out of the poller for work found elsewhere while
+//!   another sleeps wakes that one, which takes the poll role (so the
+//!   actor it was kicked for, if it holds its worker, does not hold up
+//!   IO);
 //! - a busy worker polls without blocking every [`IO_POLL_CHECKS`] timer
 //!   checks (64 turns), so a saturated runtime still serves IO; the count
 //!   rides on the timer check, so a turn pays nothing more for it.
