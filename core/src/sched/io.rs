@@ -339,7 +339,7 @@ impl<P: Platform> IoDriver<P> {
     /// on it, and it is not used after this call.
     pub(crate) unsafe fn deregister(&self, fd: i32, rec: NonNull<Record<P::Lock>>) {
         let _ = self.poller.deregister(fd);
-        // SAFETY: records live as long as the driver.
+        // SAFETY: records live as long as the driver. Relaxed: a dump hint.
         unsafe { rec.as_ref() }.fd.store(-1, Ordering::Relaxed);
         self.registered.fetch_sub(1, Ordering::SeqCst);
         self.records.lock().1.push(rec);
@@ -348,7 +348,8 @@ impl<P: Platform> IoDriver<P> {
     /// Takes the poll role if nobody holds it.
     #[inline]
     pub(crate) fn claim(&self) -> bool {
-        // Acquire: pairs with `release`'s Release (the event buffer).
+        // Relaxed probe first (a held role costs no RMW); the CAS's
+        // Acquire pairs with `release`'s Release (the event buffer).
         !self.polling.load(Ordering::Relaxed)
             && self
                 .polling

@@ -314,6 +314,8 @@ impl<P: Platform> RtCore<P> {
 
     /// The IO driver, made now if it does not exist yet.
     pub(crate) fn io_driver(&self) -> Result<Arc<io::IoDriver<P>>, crate::seam::poll::PollError> {
+        // Acquire: pairs with the Release of the CAS below (a driver
+        // another thread published is fully made).
         let mut p = self.io.0.load(Ordering::Acquire);
         if p.is_null() {
             let new = Arc::into_raw(Arc::new(io::IoDriver::<P>::new()?)).cast_mut();
