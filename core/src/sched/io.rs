@@ -372,19 +372,20 @@ impl<P: Platform> IoDriver<P> {
     }
 
     /// Wakes what the last [`wait`](Self::wait) reported (the role holder
-    /// only). Returns the number of events.
-    pub(crate) fn dispatch(&self) -> usize {
+    /// only). Returns the number of events and of waiters woken.
+    pub(crate) fn dispatch(&self) -> (usize, usize) {
         // SAFETY: only the role holder touches `events`.
         let (buf, n) = unsafe { &mut *self.events.get() };
         let count = mem::replace(n, 0);
+        let mut woken = 0;
         for ev in &buf[..count] {
             // SAFETY: a token is a record's address (the poller reports
             // only tokens it was given), and records outlive the driver's
             // users (module doc).
             let rec = unsafe { &*(ev.token as *const Record<P::Lock>) };
-            rec.deliver(ev.ready);
+            woken += rec.deliver(ev.ready);
         }
-        count
+        (count, woken)
     }
 
     /// A busy worker's poll: takes the role if free, polls without
@@ -394,7 +395,7 @@ impl<P: Platform> IoDriver<P> {
             return 0;
         }
         self.wait(Some(0));
-        let n = self.dispatch();
+        let (n, _) = self.dispatch();
         self.release();
         n
     }

@@ -337,18 +337,19 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     .sleep_polling(index, has_work, deadline, arg.cast(), &mut |dl| d.wait(dl));
                 // Off the idle list now: what the poll wakes lands in our
                 // run-next slot (and the queue, waking others to help).
-                let n = d.dispatch();
+                let (n, woken) = d.dispatch();
                 d.release();
                 w.counters.io_events(n as u64);
-                // Kicked out of the poller for work found elsewhere (no
-                // event), which may not switch out for a long time: hand
-                // the role on to a sleeper, which finds no work and waits
-                // in the poller, so IO is served meanwhile. (After events
-                // we keep it: the first woken actor runs here and the rest
-                // went to the queue, whose push woke a sleeper; handing
-                // off after every event cost a wake per round trip, 2.0x
-                // tokio on one connection over two workers.)
-                if n == 0
+                // Out of the poller for work found elsewhere (a kick, or
+                // events that woke nobody: a registration's first
+                // writable, say), which may not switch out for a long
+                // time: hand the role on to a sleeper, which finds no work
+                // and waits in the poller, so IO is served meanwhile. (When
+                // the poll woke actors we keep it: the first runs here and
+                // the rest went to the queue, whose push woke a sleeper, as
+                // tokio does; handing off then too cost a wake per round
+                // trip, 2.0x tokio on one connection over two workers.)
+                if woken == 0
                     && d.active()
                     && core.idle.sleepers() > 0
                     && self.has_work()
