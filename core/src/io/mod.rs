@@ -17,7 +17,6 @@
 
 use alloc::sync::Arc;
 use core::fmt;
-use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::sched::io::{self as sio, IoDriver, Record, WaitOutcome};
@@ -94,7 +93,6 @@ pub struct Registration<P: Platform> {
     driver: Arc<IoDriver<P>>,
     rec: NonNull<Record<P::Lock>>,
     fd: i32,
-    _p: PhantomData<fn() -> P>,
 }
 
 // SAFETY: the record is shared through its lock and lives as long as the
@@ -117,12 +115,7 @@ impl<P: Platform> Registration<P> {
             .ok_or(RegisterError::NotOnRuntime)?
             .map_err(RegisterError::Poll)?;
         let rec = driver.register(fd).map_err(RegisterError::Poll)?;
-        Ok(Registration {
-            driver,
-            rec,
-            fd,
-            _p: PhantomData,
-        })
+        Ok(Registration { driver, rec, fd })
     }
 
     /// The descriptor.
@@ -155,14 +148,12 @@ impl<P: Platform> Registration<P> {
         ticket: Ticket,
         deadline_ns: Option<u64>,
     ) -> Result<(), WaitError> {
-        if !self.can_wait() {
-            return Err(WaitError::NotHere);
-        }
         // SAFETY: `self` holds the registration (and the driver) for the
         // whole call.
-        match unsafe { sio::wait_ready::<P>(self.rec, interest.0, ticket.0, deadline_ns) } {
+        match unsafe { sio::wait_ready::<P>(&self.driver, self.rec, interest.0, ticket.0, deadline_ns) } {
             WaitOutcome::Retry => Ok(()),
             WaitOutcome::TimedOut => Err(WaitError::TimedOut),
+            WaitOutcome::NotHere => Err(WaitError::NotHere),
         }
     }
 }

@@ -243,6 +243,9 @@ pub enum WaitOutcome {
     Retry,
     /// The deadline passed first.
     TimedOut,
+    /// The caller is no actor of the runtime `rec` belongs to: it did not
+    /// wait.
+    NotHere,
 }
 
 /// Every record a driver made, and the free ones among them.
@@ -412,24 +415,31 @@ pub(crate) unsafe fn ticket<L: RawLock>(rec: NonNull<Record<L>>) -> u32 {
     unsafe { rec.as_ref() }.ticket()
 }
 
-/// The calling actor waits until `rec` reports one of `interest`'s
-/// directions after `ticket` (read before the call that returned
-/// `EAGAIN`), or until `deadline_ns`. The caller is an actor of the
-/// runtime `rec` belongs to.
+/// The calling actor waits until `rec` (of `driver`) reports one of
+/// `interest`'s directions after `ticket` (read before the call that
+/// returned `EAGAIN`), or until `deadline_ns`; a caller that is no actor
+/// of `driver`'s runtime gets `NotHere` at once.
 ///
 /// # Safety
 ///
 /// `rec` is a live registration's record (the caller holds the
 /// registration, and so the driver, for the whole call).
 pub(crate) unsafe fn wait_ready<P: Platform>(
+    driver: &IoDriver<P>,
     rec: NonNull<Record<P::Lock>>,
     interest: u32,
     ticket: u32,
     deadline_ns: Option<u64>,
 ) -> WaitOutcome {
     let Some(me) = current_actor::<P>() else {
-        return WaitOutcome::Retry;
+        return WaitOutcome::NotHere;
     };
+    // SAFETY: `current_actor` found a live context on this thread; its
+    // runtime outlives its actors.
+    let core = unsafe { &*(*ctx::<P>()).core };
+    if !core.io().is_some_and(|d| ptr::eq(d, driver)) {
+        return WaitOutcome::NotHere;
+    }
     // SAFETY: caller contract.
     let r = unsafe { rec.as_ref() };
     let passed = |d: Option<u64>| d.is_some_and(|d| P::now_ns() >= d);

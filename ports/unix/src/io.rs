@@ -19,7 +19,6 @@
 //! [`io::ErrorKind::TimedOut`].
 
 use std::io;
-use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -65,7 +64,6 @@ pub struct Async<P: Platform, T: AsRawFd> {
     // Declared first: dropped (deregistered) before `inner` closes the fd.
     reg: OnceLock<Result<Registration<P>, PollError>>,
     inner: T,
-    _p: PhantomData<fn() -> P>,
 }
 
 impl<P: Platform, T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Async<P, T> {
@@ -157,7 +155,6 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
         Async {
             reg: OnceLock::new(),
             inner,
-            _p: PhantomData,
         }
     }
 

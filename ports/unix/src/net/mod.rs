@@ -46,6 +46,28 @@ macro_rules! timeout_methods {
     };
 }
 
+/// `Debug` (std's socket's), `AsRawFd` and `AsFd` for socket types whose
+/// `io` field is an [`Async`](crate::io::Async) around std's socket.
+macro_rules! socket_traits {
+    ($($t:ident),*) => {$(
+        impl<P: smarm_core::Platform> std::fmt::Debug for $t<P> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.io.get_ref().fmt(f)
+            }
+        }
+        impl<P: smarm_core::Platform> std::os::fd::AsRawFd for $t<P> {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(&self.io)
+            }
+        }
+        impl<P: smarm_core::Platform> std::os::fd::AsFd for $t<P> {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.io)
+            }
+        }
+    )*};
+}
+
 mod addr;
 mod tcp;
 mod udp;

@@ -4,7 +4,7 @@ use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{self, Shutdown, SocketAddr};
 
 use super::ToSocketAddrs;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::time::Duration;
 
 use smarm_core::io::Interest;
@@ -18,12 +18,6 @@ use crate::io::{Async, Timeout};
 /// calling actor).
 pub struct TcpListener<P: Platform> {
     io: Async<P, net::TcpListener>,
-}
-
-impl<P: Platform> std::fmt::Debug for TcpListener<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.io.get_ref().fmt(f)
-    }
 }
 
 impl<P: Platform> TcpListener<P> {
@@ -98,18 +92,6 @@ impl<P: Platform> From<net::TcpListener> for TcpListener<P> {
     }
 }
 
-impl<P: Platform> AsRawFd for TcpListener<P> {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
-
-impl<P: Platform> AsFd for TcpListener<P> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
 /// A TCP stream (std's [`TcpStream`](net::TcpStream), whose `connect`,
 /// reads and writes park the calling actor). Read and write through
 /// `&TcpStream` too, so one actor can read while another writes.
@@ -117,12 +99,6 @@ pub struct TcpStream<P: Platform> {
     io: Async<P, net::TcpStream>,
     read_timeout: Timeout,
     write_timeout: Timeout,
-}
-
-impl<P: Platform> std::fmt::Debug for TcpStream<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.io.get_ref().fmt(f)
-    }
 }
 
 impl<P: Platform> TcpStream<P> {
@@ -300,14 +276,4 @@ impl<P: Platform> From<net::TcpStream> for TcpStream<P> {
     }
 }
 
-impl<P: Platform> AsRawFd for TcpStream<P> {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
-
-impl<P: Platform> AsFd for TcpStream<P> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
+socket_traits!(TcpListener, TcpStream);

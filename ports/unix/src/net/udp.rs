@@ -4,7 +4,6 @@ use std::io;
 use std::net::{self, SocketAddr};
 
 use super::ToSocketAddrs;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 use smarm_core::io::Interest;
 use smarm_core::Platform;
@@ -17,12 +16,6 @@ pub struct UdpSocket<P: Platform> {
     io: Async<P, net::UdpSocket>,
     read_timeout: Timeout,
     write_timeout: Timeout,
-}
-
-impl<P: Platform> std::fmt::Debug for UdpSocket<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.io.get_ref().fmt(f)
-    }
 }
 
 impl<P: Platform> UdpSocket<P> {
@@ -140,14 +133,4 @@ impl<P: Platform> From<net::UdpSocket> for UdpSocket<P> {
     }
 }
 
-impl<P: Platform> AsRawFd for UdpSocket<P> {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
-
-impl<P: Platform> AsFd for UdpSocket<P> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
+socket_traits!(UdpSocket);

@@ -4,7 +4,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{self as unet, SocketAddr};
 use std::path::Path;
 
@@ -16,12 +16,6 @@ use crate::io::{Async, Timeout};
 /// A Unix-domain socket server.
 pub struct UnixListener<P: Platform> {
     io: Async<P, unet::UnixListener>,
-}
-
-impl<P: Platform> std::fmt::Debug for UnixListener<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.io.get_ref().fmt(f)
-    }
 }
 
 impl<P: Platform> UnixListener<P> {
@@ -70,12 +64,6 @@ pub struct UnixStream<P: Platform> {
     io: Async<P, unet::UnixStream>,
     read_timeout: Timeout,
     write_timeout: Timeout,
-}
-
-impl<P: Platform> std::fmt::Debug for UnixStream<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.io.get_ref().fmt(f)
-    }
 }
 
 impl<P: Platform> UnixStream<P> {
@@ -243,12 +231,6 @@ pub struct UnixDatagram<P: Platform> {
     write_timeout: Timeout,
 }
 
-impl<P: Platform> std::fmt::Debug for UnixDatagram<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.io.get_ref().fmt(f)
-    }
-}
-
 impl<P: Platform> UnixDatagram<P> {
     fn wrap(io: Async<P, unet::UnixDatagram>) -> Self {
         UnixDatagram {
@@ -326,18 +308,4 @@ impl<P: Platform> From<unet::UnixDatagram> for UnixDatagram<P> {
     }
 }
 
-macro_rules! fd_traits {
-    ($($t:ident),*) => {$(
-        impl<P: Platform> AsRawFd for $t<P> {
-            fn as_raw_fd(&self) -> RawFd {
-                self.io.as_raw_fd()
-            }
-        }
-        impl<P: Platform> AsFd for $t<P> {
-            fn as_fd(&self) -> BorrowedFd<'_> {
-                self.io.as_fd()
-            }
-        }
-    )*};
-}
-fd_traits!(UnixListener, UnixStream, UnixDatagram);
+socket_traits!(UnixListener, UnixStream, UnixDatagram);
