@@ -15,7 +15,7 @@
 #                                       baton makes them take minutes
 #   fault_dump                          an actor spins with no safe point: it
 #                                       would hold the baton forever
-#   sim_seeds                           runs its own worlds (explicit seeds)
+#   sim_seeds, sim_net                  run their own worlds (explicit seeds)
 # and single tests (SKIP below) that assume the real scheduler's FIFO
 # fairness, measure real time, or are too large to simulate quickly.
 set -euo pipefail

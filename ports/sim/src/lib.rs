@@ -22,6 +22,10 @@
 //!
 //! The same seed replays the same interleaving: a failing seed reproduces.
 //!
+//! [`net`] is a simulated network with the real ports' socket names (TCP
+//! and UDP in memory, on the virtual clock; the seed picks latency,
+//! partial reads and writes, reordering, loss, resets and partitions).
+//!
 //! ```
 //! use smarm_sim::{run, spawn, Runtime};
 //!
@@ -64,6 +68,7 @@ use std::sync::atomic::AtomicU32;
 use smarm_core::lock::FutexLock;
 use smarm_core::{Arch, EntryFn, Futex, PanicPayload, Platform, RawStack, ThreadError};
 
+pub mod net;
 mod world;
 
 pub use world::{Report, SimThread, ABANDON_AFTER, DEADLOCK_GRACE, EPOCH, QUANTUM};

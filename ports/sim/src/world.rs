@@ -638,6 +638,28 @@ pub(crate) fn failpoint() {
     }
 }
 
+/// The running world's generation (0 when none runs): what the simulated
+/// network keys its state by, so each world starts with an empty network.
+pub(crate) fn generation() -> u64 {
+    let g = lock();
+    if g.active {
+        g.gen
+    } else {
+        0
+    }
+}
+
+/// A seeded draw in `[0, n)` for the simulated network (`n >= 1`), folded
+/// into the trace; `None` for a thread that is not a participant of the
+/// running world (or when none runs): such a caller gets no injected
+/// delays or faults.
+pub(crate) fn draw(n: u64) -> Option<u64> {
+    let mut g = lock();
+    g.me()?;
+    let n = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
+    Some(g.below(n) as u64)
+}
+
 /// A next-actor choice for the scheduler: a draw in `[0, n)`; 0 outside a
 /// world.
 pub(crate) fn pick(n: usize) -> usize {
