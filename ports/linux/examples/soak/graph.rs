@@ -40,7 +40,10 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use smarm_linux::{self as smarm, Addr, Mailbox, SendError};
+use std::io::{ErrorKind, Read, Write};
+
+use smarm_linux::unix::net::UnixStream;
+use smarm_linux::{self as smarm, Addr, JoinError, Mailbox, SendError};
 
 use crate::guard::PROGRESS;
 
@@ -82,13 +85,17 @@ counters!(
     TIMED_RECVS,
     SELECTIVE, // selective receives tried
     EXITS,
-    PANICS,     // panics injected (an incarnation panics mid-turn)
-    KILLS,      // kills injected (an incarnation kills itself, then yields)
-    LINKS,      // links made to another slot's incarnation (trapped)
-    DOWNS,      // trapped link notices received
-    UNWOUND,    // incarnations replaced from their destructor while unwinding
-    BAD_UNWIND, // an unwinding destructor that did not see `panicking()`
-    PANICKING,  // a turn of a healthy actor that saw `panicking()`
+    PANICS,      // panics injected (an incarnation panics mid-turn)
+    KILLS,       // kills injected (an incarnation kills itself, then yields)
+    LINKS,       // links made to another slot's incarnation (trapped)
+    DOWNS,       // trapped link notices received
+    UNWOUND,     // incarnations replaced from their destructor while unwinding
+    BAD_UNWIND,  // an unwinding destructor that did not see `panicking()`
+    PANICKING,   // a turn of a healthy actor that saw `panicking()`
+    IO_ROUNDS,   // echo round trips over a socket pair (the poller parks both ends)
+    IO_TIMEOUTS, // reads in a round trip that timed out first (then resumed)
+    IO_KILLS,    // helpers killed while parked on a socket read
+    IO_BAD,      // an IO turn that went wrong (wrong bytes, a lost EOF, an error)
 );
 
 /// SeqCst read of a counter (the termination check reads several in order).
@@ -535,6 +542,9 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
             let us = rng.below(200);
             smarm::blocking(|| std::thread::sleep(Duration::from_micros(us)));
         }
+        if rng.one_in(256) {
+            io_turn(rng);
+        }
         if rng.one_in(512) {
             bump(&SLEEPS);
             smarm::sleep(Duration::from_micros(rng.below(200)));
@@ -603,4 +613,72 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
     }
     bump(&EXITS);
     PROGRESS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// IO in the mix: a fresh socket pair (registered with the runtime's
+/// poller), and either an echo round trip through a helper actor, this
+/// actor's reads racing a random read timeout (a timeout must lose no
+/// byte: the read resumes), or a helper killed while it is parked on a
+/// read (its unwind closes its end: this end reads end of stream). What
+/// goes wrong is counted in `IO_BAD` and fails the soak.
+fn io_turn(rng: &mut Rng) {
+    let bad = |what: &str| {
+        eprintln!("soak: IO turn: {what}");
+        bump(&IO_BAD);
+    };
+    let (a, b) = match UnixStream::pair() {
+        Ok(p) => p,
+        Err(e) => return bad(&format!("socketpair: {e}")),
+    };
+    if rng.one_in(4) {
+        let h = smarm::spawn(move || {
+            let _ = (&b).read(&mut [0u8; 1]);
+        });
+        if rng.one_in(2) {
+            smarm::yield_now();
+        }
+        h.actor_ref().kill();
+        match h.join() {
+            Err(JoinError::Killed { .. }) => bump(&IO_KILLS),
+            r => return bad(&format!("a helper parked on a read, killed, joined as {r:?}")),
+        }
+        match (&a).read(&mut [0u8; 1]) {
+            Ok(0) => {}
+            r => bad(&format!("the killed helper's peer read {r:?}, not end of stream")),
+        }
+        return;
+    }
+    let len = 1 + rng.below(4096) as usize;
+    let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+    let echo = smarm::spawn(move || -> std::io::Result<()> {
+        let mut buf = vec![0u8; len];
+        (&b).read_exact(&mut buf)?;
+        (&b).write_all(&buf)
+    });
+    if rng.one_in(2) {
+        let t = Duration::from_micros(1 + rng.below(50));
+        if let Err(e) = a.set_read_timeout(Some(t)) {
+            return bad(&format!("set_read_timeout: {e}"));
+        }
+    }
+    if let Err(e) = (&a).write_all(&data) {
+        return bad(&format!("write: {e}"));
+    }
+    let mut back = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match (&a).read(&mut back[got..]) {
+            Ok(0) => return bad("end of stream before the echo"),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::TimedOut => bump(&IO_TIMEOUTS),
+            Err(e) => return bad(&format!("read: {e}")),
+        }
+    }
+    if back != data {
+        return bad("the echo differs");
+    }
+    match echo.join() {
+        Ok(Ok(())) => bump(&IO_ROUNDS),
+        r => bad(&format!("the echo helper ended with {r:?}")),
+    }
 }

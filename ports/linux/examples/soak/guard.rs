@@ -243,6 +243,12 @@ pub fn rss_kib() -> u64 {
     pages * page / 1024
 }
 
+/// Descriptors open in this process (`/proc/self/fd`, less the one the
+/// listing itself holds).
+pub fn fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count().saturating_sub(1))
+}
+
 /// Memory mappings (`/proc/self/maps` lines: address range and
 /// permissions) other than glibc's malloc arenas: a leaked guarded stack is
 /// two. An arena is a 64 MiB reservation aligned to 64 MiB (its used part

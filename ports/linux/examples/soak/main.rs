@@ -13,7 +13,10 @@
 //! message it receives with one to a random slot (`graph.rs` has the
 //! accounting and the checks), sometimes through a short-lived helper
 //! actor, sometimes after a yield, a sleep, a `blocking` call, a timed or
-//! a selective receive, and now and then exits and is replaced. Faults are
+//! a selective receive, or an IO turn (an echo round trip over a fresh
+//! socket pair through a helper actor, racing a random read timeout, or a
+//! helper killed while parked on a socket read), and now and then exits
+//! and is replaced. Faults are
 //! part of the mix: an incarnation now and then panics or kills itself (its
 //! destructor then yields, sleeps, makes a `blocking` call, sends and spawns
 //! its successor while unwinding), and links to other incarnations (every
@@ -42,7 +45,8 @@
 //! like with like; the end may exceed the baseline by at most
 //! [`RSS_TOLERANCE_KIB`], the number of memory mappings by at most
 //! [`MAPS_TOLERANCE`] (a leaked guarded stack is two mappings), and the
-//! number of threads not at all (back to `main` and the hogs). The soak re-executes itself once with
+//! number of threads and of open descriptors not at all (back to `main`
+//! and the hogs; every socket and the runtime's poller closed). The soak re-executes itself once with
 //! glibc's cache of exited threads' stacks turned off, so the spare
 //! threads of `blocking` calls leave nothing behind.
 use std::sync::{Arc, Mutex};
@@ -320,6 +324,7 @@ fn round<Q: RunQueue<Linux>>(c: &Config, budget: u64, seed: u64, what: &str) -> 
         ("Stop sends that failed", stop_retries),
         ("in flight when progress stalled", stalled.unwrap_or(0)),
         ("panics", guard::PANICS.load(std::sync::atomic::Ordering::SeqCst)),
+        ("IO turns that went wrong", get(&graph::IO_BAD)),
     ] {
         if n > 0 {
             v.push(format!("{n} {name}"));
@@ -361,6 +366,7 @@ fn main() {
     let want = 1 + c.hogs as u64;
     let threads_base = guard::settled_threads(want);
     let (rss_base, maps_base) = (guard::rss_kib(), guard::maps());
+    let fds_base = guard::fds();
     let sm_base = guard::smaps();
     // Relaxed: set before the main round's runtime (and its threads) exist.
     graph::SABOTAGE.store(c.sabotage, std::sync::atomic::Ordering::Relaxed);
@@ -370,6 +376,7 @@ fn main() {
     }
     let threads_end = guard::settled_threads(want);
     let (rss_end, maps_end) = (guard::rss_kib(), guard::maps());
+    let fds_end = guard::fds();
     if std::env::var_os("SOAK_SMAPS").is_some() {
         for (m, r) in guard::smaps() {
             let start = |n: &str| n.split('-').next().unwrap_or("").to_string();
@@ -427,6 +434,14 @@ fn main() {
              a leaked stack is two"
         ));
     }
+    if fds_end != fds_base {
+        fail.push(format!(
+            "{fds_base} open descriptors after the warm-up, {fds_end} at the end (sockets or the poller leaked)"
+        ));
+    }
+    if get(&graph::IO_ROUNDS) + get(&graph::IO_KILLS) == 0 && c.messages >= 100_000 {
+        fail.push("no IO turn ran".into());
+    }
     if threads_base != want || threads_end != want {
         fail.push(format!(
             "{threads_base} threads after the warm-up, {threads_end} at the end (want {want}: main and the hogs)"
@@ -436,7 +451,7 @@ fn main() {
         .saturating_sub(get(&graph::RECEIVED) + get(&graph::FAILED) + get(&graph::DROPPED));
     println!(
         "soak: messages={} in {secs:.2} s = {:.0} msg/s; lost={lost} duplicated={} reordered={}; \
-         rss KiB: start={rss_start} baseline={rss_base} drained(rt alive)={} end={rss_end} (+{growth}); maps: baseline={maps_base} end={maps_end}; threads: {threads_base} -> {threads_end}",
+         rss KiB: start={rss_start} baseline={rss_base} drained(rt alive)={} end={rss_end} (+{growth}); maps: baseline={maps_base} end={maps_end}; fds: {fds_base} -> {fds_end}; threads: {threads_base} -> {threads_end}",
         get(&graph::CREATED),
         get(&graph::CREATED) as f64 / secs,
         get(&graph::DUPLICATED),
