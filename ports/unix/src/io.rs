@@ -170,6 +170,41 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
         inner
     }
 
+    /// The registration (made at the first call; an actor's only).
+    fn registration(&self) -> &Result<Registration<P>, PollError> {
+        self.reg
+            .get_or_init(|| match Registration::new(self.inner.as_raw_fd()) {
+                Ok(r) => Ok(r),
+                Err(RegisterError::Poll(e)) => Err(e),
+                // Callers are actors (`current_id`); never reached, and a
+                // poll-less wait is right for it anyway.
+                Err(_) => Err(PollError::Unsupported),
+            })
+    }
+
+    /// For an actor: registers now, before the call that will start
+    /// something (a connect), and returns the ticket to wait with. `None`
+    /// for a plain thread or where there is no poller.
+    pub(crate) fn register_now(&self) -> Option<Ticket> {
+        smarm_core::current_id::<P>()?;
+        self.registration().as_ref().ok().map(Registration::ticket)
+    }
+
+    /// Waits first (for `interest` after `ticket`, from
+    /// [`register_now`](Self::register_now) before the call that started
+    /// the operation), then runs `op` as [`io_with`](Self::io_with) does.
+    pub(crate) fn wait_then_io<R>(
+        &self,
+        interest: Interest,
+        timeout: Option<Duration>,
+        ticket: Option<Ticket>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let dl = deadline::<P>(timeout);
+        self.wait(interest, ticket, dl)?;
+        self.io_loop(interest, timeout, dl, op)
+    }
+
     /// The registration's ticket, if it is registered (taken before a
     /// call: see `smarm_core::io::Registration::ticket`).
     fn ticket(&self) -> Option<Ticket> {
@@ -185,15 +220,7 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
     /// how. May return early: call, and wait again on `WouldBlock`.
     fn wait(&self, interest: Interest, ticket: Option<Ticket>, deadline_ns: Option<u64>) -> io::Result<()> {
         if smarm_core::current_id::<P>().is_some() {
-            let reg = self
-                .reg
-                .get_or_init(|| match Registration::new(self.inner.as_raw_fd()) {
-                    Ok(r) => Ok(r),
-                    Err(RegisterError::Poll(e)) => Err(e),
-                    // `current_id` said we are on a worker; never reached, and
-                    // a poll-less wait is right for it anyway.
-                    Err(_) => Err(PollError::Unsupported),
-                });
+            let reg = self.registration();
             // No poller here (or the OS refused this descriptor: a regular
             // file is always ready), or another runtime's actor: below.
             if let Ok(reg) = reg {
@@ -222,15 +249,34 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
         &self,
         interest: Interest,
         timeout: Option<Duration>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.io_loop(interest, timeout, None, op)
+    }
+
+    /// [`io_with`](Self::io_with)'s loop; `dl`: the deadline if it has been
+    /// read already (else it is, at the first wait).
+    fn io_loop<R>(
+        &self,
+        interest: Interest,
+        timeout: Option<Duration>,
+        mut dl: Option<u64>,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        let mut dl = None;
         loop {
             let ticket = self.ticket();
             match op(&self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                r => return r,
+                r => {
+                    // A call that completed is a safe point: a loop whose
+                    // calls never block (connects, reads of a socket that
+                    // always has data) yields when its timeslice is spent,
+                    // instead of holding its worker (and the poll that
+                    // would wake its peers) until it waits.
+                    smarm_core::checkpoint::<P>();
+                    return r;
+                }
             }
             if dl.is_none() && timeout.is_some() {
                 dl = deadline::<P>(timeout);

@@ -91,6 +91,48 @@ pub(crate) fn socket(domain: i32, ty: i32) -> io::Result<OwnedFd> {
     }
 }
 
+/// Connections a listener queues before the kernel drops new SYNs (the
+/// `listen` backlog; Linux caps it at `net.core.somaxconn`, 4096 by
+/// default). std's `bind` asks for 128, which a burst of connects
+/// overflows: a dropped SYN costs the client a 1 s retransmission. 1024 is
+/// what tokio and mio ask for.
+pub(crate) const BACKLOG: libc::c_int = 1024;
+
+/// A non-blocking, close-on-exec TCP socket bound to `addr` with
+/// `SO_REUSEADDR` (as std's listeners have), listening with [`BACKLOG`].
+pub(crate) fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    let domain = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    let fd = socket(domain, libc::SOCK_STREAM)?;
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    let one: libc::c_int = 1;
+    // SAFETY: SO_REUSEADDR with a live int of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a sockaddr of `len` bytes.
+    if unsafe { libc::bind(raw, (&ss as *const libc::sockaddr_storage).cast(), len) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: plain syscall on our bound socket; result checked.
+    if unsafe { libc::listen(raw, BACKLOG) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// Starts a connect on non-blocking `fd`: `Ok(true)` connected,
 /// `Ok(false)` in progress (wait writable, then [`connect_result`]).
 pub(crate) fn connect_start(fd: RawFd, addr: &SocketAddr) -> io::Result<bool> {

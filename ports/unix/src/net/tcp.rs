@@ -21,11 +21,20 @@ pub struct TcpListener<P: Platform> {
 }
 
 impl<P: Platform> TcpListener<P> {
-    /// Binds to `addr` (the first of its addresses that binds) and listens.
+    /// Binds to `addr` (the first of its addresses that binds) and listens,
+    /// with a backlog of 1,024 connections (std's `bind` asks for 128,
+    /// which a burst of connects overflows: each SYN the kernel drops costs
+    /// its client a 1 s retransmission).
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<Self> {
         let addrs = super::resolve::<P, _>(addr)?;
-        let l = net::TcpListener::bind(&addrs[..])?;
-        Ok(TcpListener { io: Async::new(l)? })
+        super::each_addr(&addrs, |a| {
+            let fd = addr::tcp_listener(a)?;
+            // SAFETY: a fresh listening socket we own, handed to std.
+            let l = unsafe { net::TcpListener::from_raw_fd(fd.into_raw_fd()) };
+            Ok(TcpListener {
+                io: Async::new_nonblocking(l),
+            })
+        })
     }
 
     /// Accepts a connection: parks the calling actor until one arrives. An
@@ -142,13 +151,24 @@ impl<P: Platform> TcpStream<P> {
         let s = unsafe { net::TcpStream::from_raw_fd(fd.into_raw_fd()) };
         let io = Async::new_nonblocking(s);
         let raw = io.as_raw_fd();
+        // Registered before the connect starts, and the first wait is for
+        // the poller's writable report even where the kernel finished the
+        // handshake inside `connect` (loopback), as Go's and tokio's
+        // connects do: a loop of connects then lets its worker run others
+        // (their acceptor) once per connect. Probing at once instead let
+        // ten connecting actors starve one acceptor until the listen
+        // backlog overflowed (a 1 s SYN retransmission per dropped SYN).
+        let ticket = io.register_now();
         if !addr::connect_start(raw, a)? {
-            io.io_with(Interest::WRITABLE, timeout, |_| {
-                match addr::connect_result(raw)? {
+            io.wait_then_io(
+                Interest::WRITABLE,
+                timeout,
+                ticket,
+                |_| match addr::connect_result(raw)? {
                     true => Ok(()),
                     false => Err(io::ErrorKind::WouldBlock.into()),
-                }
-            })?;
+                },
+            )?;
         }
         Ok(Self::from_async(io))
     }
