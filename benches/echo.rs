@@ -5,7 +5,11 @@
 //! one-worker group) std threads, a thread per connection end. Server and
 //! clients share the runtime; connections are made once per row and
 //! reused, so a sample times round trips only. Throughput is in round
-//! trips: criterion's time per element is ns per round trip.
+//! trips: criterion's time per element is ns per round trip. The
+//! `accept` rows time connection setup instead: ten clients connect 100
+//! times in all (closing each at once) while an acceptor accepts and
+//! closes them; time per element is ns per connection. Latency
+//! percentiles and memory per idle connection are in `echo_report`.
 //!
 //! `cargo bench -p smarm-benches --bench echo`
 //!
@@ -226,6 +230,99 @@ fn std_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
     }
 }
 
+/// Connections per accept-rate sample, made by this many clients at once.
+const ACCEPTS: u64 = 100;
+const CONNECTORS: u64 = 10;
+
+/// The accept rate: `CONNECTORS` actors connect `ACCEPTS` times in all and
+/// close at once; an acceptor actor accepts, closes and reports each.
+fn smarm_accepts(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, workers: usize) {
+    let rt = smarm_rt(workers);
+    let (addr, mut accepted) = rt.block_on(|| {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (tx, rx) = smarm::channel::<()>();
+        smarm::spawn(move || {
+            for s in l.incoming() {
+                drop(s.expect("accept"));
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        (addr, rx)
+    });
+    g.throughput(Throughput::Elements(ACCEPTS));
+    g.bench_function("smarm/accept", |b| {
+        b.iter(|| {
+            let rx = std::mem::replace(&mut accepted, smarm::channel().1);
+            accepted = rt.block_on(move || {
+                let mut rx = rx;
+                let hs: Vec<_> = (0..CONNECTORS)
+                    .map(|_| {
+                        smarm::spawn(move || {
+                            for _ in 0..ACCEPTS / CONNECTORS {
+                                drop(TcpStream::connect(addr).expect("connect"));
+                            }
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.join().expect("connector");
+                }
+                for _ in 0..ACCEPTS {
+                    rx.recv().expect("acceptor");
+                }
+                rx
+            });
+        })
+    });
+}
+
+fn tokio_accepts(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, workers: usize) {
+    let tk = tokio_rt_io(workers);
+    let (addr, mut accepted) = in_task(&tk, async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        tokio::spawn(async move {
+            loop {
+                let (s, _) = l.accept().await.expect("accept");
+                drop(s);
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        (addr, rx)
+    });
+    g.throughput(Throughput::Elements(ACCEPTS));
+    g.bench_function("tokio/accept", |b| {
+        b.iter(|| {
+            let rx = std::mem::replace(&mut accepted, tokio::sync::mpsc::unbounded_channel().1);
+            accepted = in_task(&tk, async move {
+                let mut rx = rx;
+                let hs: Vec<_> = (0..CONNECTORS)
+                    .map(|_| {
+                        tokio::spawn(async move {
+                            for _ in 0..ACCEPTS / CONNECTORS {
+                                drop(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+                            }
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.await.expect("connector");
+                }
+                for _ in 0..ACCEPTS {
+                    rx.recv().await.expect("acceptor");
+                }
+                rx
+            });
+        })
+    });
+}
+
 fn bench(c: &mut Criterion) {
     for workers in worker_counts() {
         let mut g = c.benchmark_group(format!("echo/{}/{workers}w", port_name()));
@@ -234,6 +331,8 @@ fn bench(c: &mut Criterion) {
         if workers == 1 {
             std_rows(&mut g);
         }
+        smarm_accepts(&mut g, workers);
+        tokio_accepts(&mut g, workers);
         g.finish();
     }
 }

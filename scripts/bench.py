@@ -155,13 +155,20 @@ def cmd_run(a):
     write_run(out_dir, meta)
 
 
+# Bench binaries that are reports, not criterion benches (they print their
+# own side-by-side tables; `cargo bench --bench NAME` runs them).
+REPORTS = {"echo_report"}
+
+
 def bench_names():
-    """The [[bench]] names in benches/Cargo.toml, in file order."""
+    """The criterion [[bench]] names in benches/Cargo.toml, in file order."""
     names, prev = [], ""
     with open(os.path.join(ROOT, "benches", "Cargo.toml")) as f:
         for line in f:
             if line.startswith("name = ") and "[[bench]]" in prev:
-                names.append(line.split('"')[1])
+                name = line.split('"')[1]
+                if name not in REPORTS:
+                    names.append(name)
             prev = line
     return names
 
