@@ -568,3 +568,118 @@ fn the_listen_backlog_holds_a_burst_of_connects() {
         drop(l);
     });
 }
+
+/// A writer of 4 MiB through a socket pair (its buffers hold a few hundred
+/// KiB) meets `EAGAIN` and partial writes many times: it parks each time
+/// and resumes as the reader drains, on one worker (a write that blocked
+/// the worker would deadlock the reader); every byte arrives in order.
+#[test]
+fn a_writer_parks_on_a_full_socket_and_resumes_as_the_reader_drains() {
+    with_timeout(120, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let before = rt.counters().total();
+        let (a, b) = UnixStream::pair().unwrap();
+        const LEN: usize = 4 << 20;
+        let writer = rt.spawn(move || {
+            (&a).write_all(&pattern(9, LEN)).unwrap();
+            drop(a);
+        });
+        let reader = rt.spawn(move || {
+            let mut got = Vec::with_capacity(LEN);
+            let mut buf = [0u8; 1024];
+            let mut reads = 0u64;
+            loop {
+                let n = (&b).read(&mut buf).unwrap();
+                if n == 0 {
+                    return (got, reads);
+                }
+                got.extend_from_slice(&buf[..n]);
+                reads += 1;
+                if reads % 64 == 0 {
+                    // Let the writer fill the buffer again.
+                    smarm::yield_now();
+                }
+            }
+        });
+        writer.join().unwrap();
+        let (got, reads) = reader.join().unwrap();
+        assert!(
+            got == pattern(9, LEN),
+            "the bytes differ ({} of {LEN} arrived)",
+            got.len()
+        );
+        assert!(reads >= (LEN / 1024) as u64);
+        let c = rt.counters().total();
+        assert!(
+            c.io_events > before.io_events && c.parks > before.parks,
+            "the writer never parked on the full socket: {c}"
+        );
+    });
+}
+
+/// Half-close: the client shuts down writing; the server reads to end of
+/// stream and still answers on the other direction.
+#[test]
+fn a_half_closed_stream_still_carries_the_other_direction() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        rt.block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let server = smarm::spawn(move || {
+                let (s, _) = l.accept().unwrap();
+                let mut req = Vec::new();
+                (&s).read_to_end(&mut req).unwrap();
+                (&s).write_all(&[req.len() as u8; 3]).unwrap();
+                req
+            });
+            let c = TcpStream::connect(addr).unwrap();
+            (&c).write_all(b"question").unwrap();
+            c.shutdown(Shutdown::Write).unwrap();
+            assert_eq!((&c).write(b"x").unwrap_err().kind(), ErrorKind::BrokenPipe);
+            let mut answer = Vec::new();
+            (&c).read_to_end(&mut answer).unwrap();
+            assert_eq!(answer, [8u8; 3]);
+            assert_eq!(server.join().unwrap(), b"question");
+        });
+    });
+}
+
+/// A peer's reset (a close with `SO_LINGER` 0 sends RST) wakes a reader
+/// parked on the stream with `ConnectionReset`.
+#[test]
+fn a_peer_reset_wakes_the_parked_reader_with_connection_reset() {
+    use std::os::fd::AsRawFd;
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let s = TcpStream::from(s);
+        let h = rt.spawn(move || (&s).read(&mut [0u8; 16]).map_err(|e| e.kind()));
+        eventually(30, "the reader parks", || {
+            rt.dump()
+                .actors
+                .iter()
+                .any(|i| i.id == h.id() && matches!(i.state, ActorState::WaitingIo { write: false, .. }))
+        });
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: SO_LINGER with a live `linger` of the size given, on a
+        // socket we own.
+        let r = unsafe {
+            libc::setsockopt(
+                peer.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "setsockopt: {}", std::io::Error::last_os_error());
+        drop(peer);
+        assert_eq!(h.join().unwrap(), Err(ErrorKind::ConnectionReset));
+    });
+}
