@@ -595,7 +595,7 @@ fn a_writer_parks_on_a_full_socket_and_resumes_as_the_reader_drains() {
                 }
                 got.extend_from_slice(&buf[..n]);
                 reads += 1;
-                if reads % 64 == 0 {
+                if reads.is_multiple_of(64) {
                     // Let the writer fill the buffer again.
                     smarm::yield_now();
                 }
