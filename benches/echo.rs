@@ -28,8 +28,8 @@ use smarm_benches::smarm::{
     self,
     net::{TcpListener, TcpStream},
 };
-use smarm_benches::{port_name, smarm_rt, worker_counts};
-use tokio_side::{in_task, tokio_rt_io};
+use smarm_benches::{echo_until_eof, port_name, smarm_rt, worker_counts};
+use tokio_side::{in_task, tokio_echo, tokio_rt_io};
 
 const TRIPS: u64 = 4_000;
 const CONNS: [u64; 3] = [1, 100, 1000];
@@ -53,21 +53,6 @@ where
     }
 }
 
-/// Echoes until EOF (either flavour of blocking-style stream).
-fn echo<S: Read + Write>(mut s: S) {
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if s.write_all(&buf[..n]).is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
 fn smarm_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, workers: usize) {
     let rt = smarm_rt(workers);
     for conns in CONNS {
@@ -79,7 +64,7 @@ fn smarm_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wall
                 for _ in 0..conns {
                     let (s, _) = l.accept().expect("accept");
                     let _ = s.set_nodelay(true);
-                    smarm::spawn(move || echo(&s));
+                    smarm::spawn(move || echo_until_eof(&s));
                 }
             });
             (0..conns)
@@ -126,21 +111,9 @@ fn tokio_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wall
             let addr = l.local_addr().expect("addr");
             tokio::spawn(async move {
                 for _ in 0..conns {
-                    let (mut s, _) = l.accept().await.expect("accept");
+                    let (s, _) = l.accept().await.expect("accept");
                     let _ = s.set_nodelay(true);
-                    tokio::spawn(async move {
-                        let mut buf = [0u8; 4096];
-                        loop {
-                            match s.read(&mut buf).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => {
-                                    if s.write_all(&buf[..n]).await.is_err() {
-                                        return;
-                                    }
-                                }
-                            }
-                        }
-                    });
+                    tokio::spawn(tokio_echo(s));
                 }
             });
             let mut v = Vec::new();
@@ -192,7 +165,7 @@ fn std_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
             for _ in 0..conns {
                 let (s, _) = l.accept().expect("accept");
                 let _ = s.set_nodelay(true);
-                std::thread::spawn(move || echo(&s));
+                std::thread::spawn(move || echo_until_eof(&s));
             }
         });
         // Persistent client threads, each told how many trips to make.

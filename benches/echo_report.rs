@@ -31,41 +31,11 @@ use smarm_benches::smarm::{
     self,
     net::{TcpListener, TcpStream},
 };
-use smarm_benches::{port_name, smarm_rt, worker_counts};
-use tokio_side::{in_task, tokio_rt_io};
+use smarm_benches::{echo_until_eof, port_name, smarm_rt, worker_counts};
+use tokio_side::{in_task, tokio_echo, tokio_rt_io};
 
 const SIZE: usize = 64;
 const CONNS: [usize; 3] = [1, 100, 1000];
-
-/// Echoes until EOF (smarm's or std's blocking-style stream).
-fn echo<S: Read + Write>(mut s: S) {
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if s.write_all(&buf[..n]).is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-async fn tokio_echo(mut s: tokio::net::TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if s.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
 
 /// Sets `stop` after `d` (the rows' clock).
 fn stop_after(d: Duration) -> Arc<AtomicBool> {
@@ -89,7 +59,7 @@ fn smarm_latencies(workers: usize, conns: usize, d: Duration) -> Vec<u64> {
             for _ in 0..conns {
                 let (s, _) = l.accept().expect("accept");
                 let _ = s.set_nodelay(true);
-                smarm::spawn(move || echo(&s));
+                smarm::spawn(move || echo_until_eof(&s));
             }
         });
         let clients: Vec<TcpStream> = (0..conns)
@@ -292,7 +262,7 @@ fn idle_main(side: &str, n: usize) {
                     let (s, _) = l.accept().expect("accept");
                     // Relaxed: see `settle`.
                     a.fetch_add(1, Ordering::Relaxed);
-                    smarm::spawn(move || echo(&s));
+                    smarm::spawn(move || echo_until_eof(&s));
                 }
             });
             let child = start_clients(addr, n);

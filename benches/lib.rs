@@ -237,3 +237,19 @@ pub fn smarm_pairs(pairs: u64, msgs_each: u64) -> u64 {
     }
     hs.into_iter().map(|h| h.join().expect("player")).sum()
 }
+
+/// Echoes what `s` reads back to it until end of stream or an error (the
+/// echo benches' server side, on smarm's or std's blocking-style streams).
+pub fn echo_until_eof<S: std::io::Read + std::io::Write>(mut s: S) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if s.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

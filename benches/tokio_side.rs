@@ -75,3 +75,19 @@ pub fn tokio_rt_io(workers: usize) -> tokio::runtime::Runtime {
             .expect("tokio runtime")
     }
 }
+
+/// The echo benches' server side on tokio: echoes until end of stream.
+pub async fn tokio_echo(mut s: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if s.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

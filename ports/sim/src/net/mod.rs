@@ -381,6 +381,18 @@ impl Net {
         Ok(addr)
     }
 
+    /// Binds the first of `addrs` that is free (the last error if none).
+    fn bind_first(&mut self, kind: Kind, addrs: &[SocketAddr], id: u64) -> io::Result<SocketAddr> {
+        let mut last = None;
+        for &a in addrs {
+            match self.bind(kind, a, id) {
+                Ok(bound) => return Ok(bound),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| err(io::ErrorKind::InvalidInput, "no address to bind")))
+    }
+
     /// A port no socket of `kind` has bound on `ip`.
     fn ephemeral(&mut self, kind: Kind, ip: IpAddr) -> io::Result<u16> {
         for _ in 0..16384 {

@@ -149,25 +149,17 @@ impl TcpListener {
         let gen = l.gen;
         let net = l.net();
         let id = net.id();
-        let mut last = None;
-        for a in addrs {
-            match net.bind(Kind::Tcp, a, id) {
-                Ok(addr) => {
-                    net.listeners.insert(
-                        id,
-                        Listener {
-                            addr,
-                            backlog: Vec::new(),
-                            waiters: Vec::new(),
-                            handles: 1,
-                        },
-                    );
-                    return Ok(TcpListener { gen, id, addr });
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| err(io::ErrorKind::InvalidInput, "no address to bind")))
+        let addr = net.bind_first(Kind::Tcp, &addrs, id)?;
+        net.listeners.insert(
+            id,
+            Listener {
+                addr,
+                backlog: Vec::new(),
+                waiters: Vec::new(),
+                handles: 1,
+            },
+        );
+        Ok(TcpListener { gen, id, addr })
     }
 
     /// Waits for a connection and returns its stream and the peer's
@@ -492,15 +484,10 @@ impl TcpStream {
         let dl = deadline(self.read_timeout()?);
         block(self.gen, dl, |net, now, w| {
             let partial = |net: &Net, n| net.portion(n);
-            let Some(c) = net.conns.get(&id) else {
-                return Step::Ready(Err(err(io::ErrorKind::NotConnected, "not connected")));
+            let c = match live(net, id) {
+                Ok(c) => c,
+                Err(e) => return Step::Ready(Err(e)),
             };
-            if c.reset {
-                return Step::Ready(Err(err(
-                    io::ErrorKind::ConnectionReset,
-                    "connection reset by peer",
-                )));
-            }
             let p = &c.pipes[1 - end];
             if p.reader_gone || buf.is_empty() {
                 return Step::Ready(Ok(0));
@@ -558,15 +545,10 @@ impl TcpStream {
         let (id, end) = (self.id, self.end);
         let dl = deadline(self.write_timeout()?);
         block(self.gen, dl, |net, now, w| {
-            let Some(c) = net.conns.get(&id) else {
-                return Step::Ready(Err(err(io::ErrorKind::NotConnected, "not connected")));
+            let c = match live(net, id) {
+                Ok(c) => c,
+                Err(e) => return Step::Ready(Err(e)),
             };
-            if c.reset {
-                return Step::Ready(Err(err(
-                    io::ErrorKind::ConnectionReset,
-                    "connection reset by peer",
-                )));
-            }
             let p = &c.pipes[end];
             if p.fin.is_some() {
                 return Step::Ready(Err(err(
@@ -617,6 +599,16 @@ impl TcpStream {
             net.ring.extend(bells);
             Step::Ready(Ok(n))
         })
+    }
+}
+
+/// Connection `id`, if it is there and not reset (else the error a call
+/// on it returns).
+fn live(net: &Net, id: u64) -> io::Result<&Conn> {
+    match net.conns.get(&id) {
+        None => Err(err(io::ErrorKind::NotConnected, "not connected")),
+        Some(c) if c.reset => Err(err(io::ErrorKind::ConnectionReset, "connection reset by peer")),
+        Some(c) => Ok(c),
     }
 }
 

@@ -53,30 +53,22 @@ impl UdpSocket {
         let gen = l.gen;
         let net = l.net();
         let id = net.id();
-        let mut last = None;
-        for a in addrs {
-            match net.bind(Kind::Udp, a, id) {
-                Ok(addr) => {
-                    net.udps.insert(
-                        id,
-                        Udp {
-                            addr,
-                            queue: Vec::new(),
-                            bytes: 0,
-                            peer: None,
-                            waiters: Vec::new(),
-                            handles: 1,
-                            timeouts: (None, None),
-                            broadcast: false,
-                            seen: Default::default(),
-                        },
-                    );
-                    return Ok(UdpSocket { gen, id, addr });
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| err(io::ErrorKind::InvalidInput, "no address to bind")))
+        let addr = net.bind_first(Kind::Udp, &addrs, id)?;
+        net.udps.insert(
+            id,
+            Udp {
+                addr,
+                queue: Vec::new(),
+                bytes: 0,
+                peer: None,
+                waiters: Vec::new(),
+                handles: 1,
+                timeouts: (None, None),
+                broadcast: false,
+                seen: Default::default(),
+            },
+        );
+        Ok(UdpSocket { gen, id, addr })
     }
 
     /// Sends `buf` to `addr` as one datagram; returns its length. As on a
