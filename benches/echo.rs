@@ -28,8 +28,8 @@ use smarm_benches::smarm::{
     self,
     net::{TcpListener, TcpStream},
 };
-use smarm_benches::{echo_until_eof, port_name, smarm_rt, worker_counts};
-use tokio_side::{in_task, tokio_echo, tokio_rt_io};
+use smarm_benches::{echo_until_eof, port_name, smarm_echo_pairs, smarm_rt, worker_counts};
+use tokio_side::{in_task, tokio_echo_pairs, tokio_rt_io};
 
 const TRIPS: u64 = 4_000;
 const CONNS: [u64; 3] = [1, 100, 1000];
@@ -57,24 +57,7 @@ fn smarm_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wall
     let rt = smarm_rt(workers);
     for conns in CONNS {
         let each = each(conns);
-        let mut clients = Some(rt.block_on(move || {
-            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-            let addr = l.local_addr().expect("addr");
-            smarm::spawn(move || {
-                for _ in 0..conns {
-                    let (s, _) = l.accept().expect("accept");
-                    let _ = s.set_nodelay(true);
-                    smarm::spawn(move || echo_until_eof(&s));
-                }
-            });
-            (0..conns)
-                .map(|_| {
-                    let s = TcpStream::connect(addr).expect("connect");
-                    let _ = s.set_nodelay(true);
-                    s
-                })
-                .collect::<Vec<_>>()
-        }));
+        let mut clients = Some(rt.block_on(move || smarm_echo_pairs(conns as usize)));
         g.throughput(Throughput::Elements(each * conns));
         g.bench_function(format!("smarm/{conns}"), |b| {
             b.iter(|| {
@@ -106,24 +89,7 @@ fn tokio_rows(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wall
     let tk = tokio_rt_io(workers);
     for conns in CONNS {
         let each = each(conns);
-        let mut clients = Some(in_task(&tk, async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let addr = l.local_addr().expect("addr");
-            tokio::spawn(async move {
-                for _ in 0..conns {
-                    let (s, _) = l.accept().await.expect("accept");
-                    let _ = s.set_nodelay(true);
-                    tokio::spawn(tokio_echo(s));
-                }
-            });
-            let mut v = Vec::new();
-            for _ in 0..conns {
-                let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-                let _ = s.set_nodelay(true);
-                v.push(s);
-            }
-            v
-        }));
+        let mut clients = Some(in_task(&tk, tokio_echo_pairs(conns as usize)));
         g.throughput(Throughput::Elements(each * conns));
         g.bench_function(format!("tokio/{conns}"), |b| {
             b.iter(|| {

@@ -27,12 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use smarm_benches::smarm::{
-    self,
-    net::{TcpListener, TcpStream},
-};
-use smarm_benches::{echo_until_eof, port_name, smarm_rt, worker_counts};
-use tokio_side::{in_task, tokio_echo, tokio_rt_io};
+use smarm_benches::smarm::{self, net::TcpListener};
+use smarm_benches::{echo_until_eof, port_name, smarm_echo_pairs, smarm_rt, worker_counts};
+use tokio_side::{in_task, tokio_echo, tokio_echo_pairs, tokio_rt_io};
 
 const SIZE: usize = 64;
 const CONNS: [usize; 3] = [1, 100, 1000];
@@ -53,22 +50,7 @@ fn stop_after(d: Duration) -> Arc<AtomicBool> {
 fn smarm_latencies(workers: usize, conns: usize, d: Duration) -> Vec<u64> {
     let rt = smarm_rt(workers);
     rt.block_on(move || {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let addr = l.local_addr().expect("addr");
-        smarm::spawn(move || {
-            for _ in 0..conns {
-                let (s, _) = l.accept().expect("accept");
-                let _ = s.set_nodelay(true);
-                smarm::spawn(move || echo_until_eof(&s));
-            }
-        });
-        let clients: Vec<TcpStream> = (0..conns)
-            .map(|_| {
-                let s = TcpStream::connect(addr).expect("connect");
-                let _ = s.set_nodelay(true);
-                s
-            })
-            .collect();
+        let clients = smarm_echo_pairs(conns);
         let stop = stop_after(d);
         let hs: Vec<_> = clients
             .into_iter()
@@ -96,21 +78,7 @@ fn tokio_latencies(workers: usize, conns: usize, d: Duration) -> Vec<u64> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let tk = tokio_rt_io(workers);
     in_task(&tk, async move {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = l.local_addr().expect("addr");
-        tokio::spawn(async move {
-            for _ in 0..conns {
-                let (s, _) = l.accept().await.expect("accept");
-                let _ = s.set_nodelay(true);
-                tokio::spawn(tokio_echo(s));
-            }
-        });
-        let mut clients = Vec::new();
-        for _ in 0..conns {
-            let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-            let _ = s.set_nodelay(true);
-            clients.push(s);
-        }
+        let clients = tokio_echo_pairs(conns).await;
         let stop = stop_after(d);
         let hs: Vec<_> = clients
             .into_iter()

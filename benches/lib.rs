@@ -253,3 +253,25 @@ pub fn echo_until_eof<S: std::io::Read + std::io::Write>(mut s: S) {
         }
     }
 }
+
+/// In an actor: a listener whose acceptor gives each of `conns`
+/// connections an echo actor, and the `conns` client streams connected to
+/// it (`TCP_NODELAY` on both ends).
+pub fn smarm_echo_pairs(conns: usize) -> Vec<smarm::net::TcpStream> {
+    let l = smarm::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    smarm::spawn(move || {
+        for _ in 0..conns {
+            let (s, _) = l.accept().expect("accept");
+            let _ = s.set_nodelay(true);
+            smarm::spawn(move || echo_until_eof(&s));
+        }
+    });
+    (0..conns)
+        .map(|_| {
+            let s = smarm::net::TcpStream::connect(addr).expect("connect");
+            let _ = s.set_nodelay(true);
+            s
+        })
+        .collect()
+}

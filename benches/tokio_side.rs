@@ -91,3 +91,24 @@ pub async fn tokio_echo(mut s: tokio::net::TcpStream) {
         }
     }
 }
+
+/// [`smarm_echo_pairs`](smarm_benches::smarm_echo_pairs) on tokio (in a
+/// task).
+pub async fn tokio_echo_pairs(conns: usize) -> Vec<tokio::net::TcpStream> {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(async move {
+        for _ in 0..conns {
+            let (s, _) = l.accept().await.expect("accept");
+            let _ = s.set_nodelay(true);
+            tokio::spawn(tokio_echo(s));
+        }
+    });
+    let mut v = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let _ = s.set_nodelay(true);
+        v.push(s);
+    }
+    v
+}
