@@ -381,6 +381,7 @@ UNITS = {
     "ping_pong_oneshot": "ns per spawned pair and one exchange",
     "ping_pong_steady": "ns per round trip",
     "skynet_1M": "time per 1M-leaf tree",
+    "echo": "ns per round trip over loopback TCP (`accept`: ns per connection)",
 }
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -517,6 +518,18 @@ def scaling_plots(t, tag, out, plots):
         plots.append((name, "yield_many: ns per yield against workers, per run-queue variant"))
         write(os.path.join(out, name), svg_lines(f"yield_many against workers, {tag} host", "workers",
               "ns per yield", sorted(series.items(), key=lambda kv: impl_order(kv[0]))))
+    series = {}
+    for p, impls in t.get("echo", {}).items():
+        conns = p.split("/")[-1]
+        if not conns.isdigit():
+            continue
+        for impl, row in impls.items():
+            series.setdefault(f"{impl} {workers_of(p)}w", []).append((int(conns), per_elem(row)))
+    if series:
+        name = f"echo_{tag}.svg"
+        plots.append((name, "echo: ns per round trip against open connections, per side and worker count"))
+        write(os.path.join(out, name), svg_lines(f"echo over loopback, {tag} host", "connections",
+              "ns per round trip", sorted(series.items(), key=lambda kv: impl_order(kv[0])), logx=True))
 
 
 def write(path, text):
