@@ -392,6 +392,32 @@ fn one(f: impl FnOnce() + Send + 'static) {
     });
 }
 
+/// A listener on an ephemeral port and one connection to it: (listener,
+/// client end, server end).
+fn connected() -> (TcpListener, TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    (l, c, s)
+}
+
+/// From the world's root thread: waits (bounded, in scheduling points)
+/// until actor `id` is parked on a channel (a simulated socket's wait).
+fn wait_parked(rt: &Runtime, id: u64) {
+    for _ in 0..100_000 {
+        if rt
+            .dump()
+            .actors
+            .iter()
+            .any(|i| i.id == id && i.state == ActorState::WaitingChannel)
+        {
+            return;
+        }
+        sim::yield_thread();
+    }
+    panic!("actor {id} never parked");
+}
+
 #[test]
 fn connect_without_a_listener_is_refused_and_a_bound_port_is_in_use() {
     one(|| {
@@ -447,9 +473,8 @@ fn addresses_shutdown_and_end_of_stream() {
 #[test]
 fn a_write_to_a_closed_peer_is_a_broken_pipe() {
     one(|| {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        drop(l.accept().unwrap());
+        let (_l, c, s) = connected();
+        drop(s);
         assert_eq!((&c).write(b"x").unwrap_err().kind(), ErrorKind::BrokenPipe);
     });
 }
@@ -460,9 +485,7 @@ fn a_read_timeout_fires_on_the_virtual_clock_and_loses_nothing() {
         // Every segment takes exactly 20 ms.
         let ms = Duration::from_millis(20);
         net::configure(NetConfig::ideal().with_latency(ms, ms)).unwrap();
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
+        let (_l, c, s) = connected();
         s.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
         assert_eq!(s.read_timeout().unwrap(), Some(Duration::from_millis(10)));
         (&c).write_all(b"late").unwrap();
@@ -488,9 +511,7 @@ fn a_read_timeout_fires_on_the_virtual_clock_and_loses_nothing() {
 fn a_full_send_buffer_parks_the_writer_until_the_reader_drains_it() {
     one(|| {
         net::configure(NetConfig::ideal().with_buffer(100)).unwrap();
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
+        let (_l, c, s) = connected();
         assert_eq!(
             (&c).write(&[1u8; 150]).unwrap(),
             100,
@@ -509,22 +530,28 @@ fn a_full_send_buffer_parks_the_writer_until_the_reader_drains_it() {
 
 #[test]
 fn a_reset_fails_both_ends_and_wakes_a_parked_reader() {
-    one(|| {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        let s2 = s.try_clone().unwrap();
-        let reader = sim::spawn(move || (&s2).read(&mut [0u8; 4]).map_err(|e| e.kind()));
-        // Let the reader park (the clock only jumps when all wait).
-        sim::sleep(Duration::from_millis(1));
-        net::reset(&c);
-        assert_eq!(reader.join().unwrap(), Err(ErrorKind::ConnectionReset));
-        assert_eq!((&c).write(b"x").unwrap_err().kind(), ErrorKind::ConnectionReset);
-        assert_eq!(
-            (&s).read(&mut [0u8; 1]).unwrap_err().kind(),
-            ErrorKind::ConnectionReset
-        );
-        assert_eq!(net::stats().resets, 1);
+    with_timeout(60, || {
+        sim::run(5, || {
+            let rt = runtime();
+            let (c, s) = rt.block_on(|| {
+                net::configure(NetConfig::ideal()).unwrap();
+                let (_l, c, s) = connected();
+                (c, s)
+            });
+            let s2 = s.try_clone().unwrap();
+            let reader = rt.spawn(move || (&s2).read(&mut [0u8; 4]).map_err(|e| e.kind()));
+            wait_parked(&rt, reader.id());
+            net::reset(&c);
+            assert_eq!(reader.join().unwrap(), Err(ErrorKind::ConnectionReset));
+            rt.block_on(move || {
+                assert_eq!((&c).write(b"x").unwrap_err().kind(), ErrorKind::ConnectionReset);
+                assert_eq!(
+                    (&s).read(&mut [0u8; 1]).unwrap_err().kind(),
+                    ErrorKind::ConnectionReset
+                );
+                assert_eq!(net::stats().resets, 1);
+            });
+        });
     });
 }
 
@@ -543,19 +570,7 @@ fn a_kill_wakes_an_actor_parked_on_a_simulated_socket_and_closes_it() {
                 let _ = (&s).read(&mut [0u8; 1]);
                 unreachable!("the read returned");
             });
-            let mut parked = false;
-            for _ in 0..100_000 {
-                let d = rt.dump();
-                if d.actors
-                    .iter()
-                    .any(|i| i.id == h.id() && i.state == ActorState::WaitingChannel)
-                {
-                    parked = true;
-                    break;
-                }
-                sim::yield_thread();
-            }
-            assert!(parked, "the reader never parked");
+            wait_parked(&rt, h.id());
             h.actor_ref().kill();
             assert!(matches!(h.join(), Err(JoinError::Killed { .. })));
             // The killed actor's stream was dropped: the peer reads EOF.
