@@ -29,15 +29,20 @@ pub fn child_entry(body: &str, f: fn()) {
 /// Runs this binary's test `test` as a child with body `body`; returns its
 /// output, failing loudly if it does not finish within [`CHILD_TIMEOUT`].
 pub fn run_child(test: &str, body: &str) -> Output {
+    run_child_env(test, body, &[])
+}
+
+/// [`run_child`] with extra environment variables for the child.
+pub fn run_child_env(test: &str, body: &str, env: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().expect("current_exe");
     let args = [test, "--exact", "--nocapture", "--test-threads=1"];
     let child = match launcher() {
-        None => spawn(Command::new(&exe).args(args), body)
+        None => spawn(Command::new(&exe).args(args).envs(env.iter().copied()), body)
             .unwrap_or_else(|e| panic!("spawning {} failed: {e}", exe.display())),
         Some(qemu) => {
             let mut words = qemu.split_whitespace();
             let mut cmd = Command::new(words.next().expect("SMARM_TEST_QEMU is empty"));
-            cmd.args(words).arg(&exe).args(args);
+            cmd.args(words).arg(&exe).args(args).envs(env.iter().copied());
             spawn(&mut cmd, body).unwrap_or_else(|e| {
                 panic!(
                     "this binary cannot be exec'd directly (emulated?) and `{qemu}` failed to \

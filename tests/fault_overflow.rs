@@ -16,7 +16,7 @@ use std::os::unix::process::ExitStatusExt;
 use smarm_tests::smarm;
 
 mod child;
-use child::{child_entry, describe, run_child};
+use child::{child_entry, describe, run_child, run_child_env};
 
 /// The actors' stack size in the child bodies (a multiple of every page
 /// size: 4 KiB, 16 KiB on Apple silicon, 64 KiB).
@@ -43,7 +43,16 @@ fn printed_id(stderr: &str) -> u64 {
 
 #[test]
 fn actor_overflow_is_reported_and_aborts() {
+    // The host's default guards (guard regions in slabs on Linux 6.13+),
+    // then per-stack PROT_NONE mappings, forced.
+    let default = format!("{:?}", smarm::stack_guard());
+    actor_overflow_is_reported(&[], &default);
+    actor_overflow_is_reported(&[(smarm::STACK_GUARD_ENV, "mapping")], "Mapping");
+}
+
+fn actor_overflow_is_reported(env: &[(&str, &str)], guard: &str) {
     child_entry("actor", || {
+        eprintln!("child: guard {:?}", smarm::stack_guard());
         let rt = smarm::Runtime::builder()
             .workers(1)
             .stack_size(STACK)
@@ -55,8 +64,13 @@ fn actor_overflow_is_reported_and_aborts() {
         });
         let _ = h.join();
     });
-    let out = run_child("actor_overflow_is_reported_and_aborts", "actor");
+    let out = run_child_env("actor_overflow_is_reported_and_aborts", "actor", env);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("child: guard {guard}\n")),
+        "the child's stacks are guarded by {guard}:\n{}",
+        describe(&out)
+    );
     assert_eq!(
         out.status.signal(),
         Some(libc::SIGABRT),

@@ -20,11 +20,16 @@ use smarm_tests::smarm::{self, Down, ExitReason, Mailbox, Runtime};
 use smarm_tests::{eventually, with_timeout};
 
 mod child;
-use child::{child_entry, describe, run_child};
+use child::{child_entry, describe};
 
 /// Runs `test`'s body `body` in a child and asserts it ran to the end.
 fn expect_child_passes(test: &str, body: &str) {
-    let out = run_child(test, body);
+    expect_child_passes_env(test, body, &[]);
+}
+
+/// [`expect_child_passes`] with extra environment variables for the child.
+fn expect_child_passes_env(test: &str, body: &str, env: &[(&str, &str)]) {
+    let out = child::run_child_env(test, body, env);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stderr.contains(&format!("child: {body} returned without crashing")),
@@ -515,7 +520,14 @@ fn max_map_count() -> Option<usize> {
     ignore = "the sanitizers' allocators and shadow memory take maps of their own, unbounded by the reserve"
 )]
 fn at_the_map_limit_spawn_fails_and_the_process_still_works() {
+    // Per-stack mappings (forced: guard regions need no such limit; see
+    // tests/density.rs for those).
     child_entry("map_limit", || {
+        assert_eq!(
+            smarm::stack_guard(),
+            smarm::StackGuard::Mapping,
+            "forced by the parent"
+        );
         let rt = Runtime::builder()
             .workers(2)
             .stack_size(16 * 1024)
@@ -566,8 +578,9 @@ fn at_the_map_limit_spawn_fails_and_the_process_still_works() {
             return;
         }
     }
-    expect_child_passes(
+    expect_child_passes_env(
         "at_the_map_limit_spawn_fails_and_the_process_still_works",
         "map_limit",
+        &[(smarm::STACK_GUARD_ENV, "mapping")],
     );
 }

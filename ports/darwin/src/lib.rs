@@ -114,6 +114,15 @@ use smarm_core::sync::AtomicU32;
 use smarm_core::{Futex, PanicPayload, Platform, RawStack, ThreadError};
 
 pub use lock::DarwinLock;
+pub use smarm_unix::stack::{StackGuard, STACK_GUARD_ENV};
+
+/// How this process guards its actor stacks: always
+/// [`StackGuard::Mapping`] on Darwin (a mapping per stack with a
+/// `PROT_NONE` guard page; XNU has no guard regions). The same function
+/// exists on every port.
+pub fn stack_guard() -> StackGuard {
+    StackGuard::Mapping
+}
 
 cfg_if::cfg_if! {
     if #[cfg(target_arch = "aarch64")] {

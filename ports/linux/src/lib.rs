@@ -44,12 +44,14 @@
 #![doc = include_str!("../../../README.md")]
 
 mod poll;
+mod slab;
 
 use core::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use smarm_core::lock::FutexLock;
+use smarm_core::lock::{FutexLock, Mutex};
 use smarm_core::{Futex, PanicPayload, Platform, RawStack, ThreadError};
+pub use smarm_unix::stack::{StackGuard, STACK_GUARD_ENV};
 
 cfg_if::cfg_if! {
     if #[cfg(target_arch = "x86_64")] {
@@ -185,30 +187,42 @@ unsafe impl Platform for Linux {
     }
 
     fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {
-        let limit = stack_map_limit();
-        // Relaxed: a count; a race lets at most one stack per racing thread
-        // past the bound, well inside the reserve.
-        let mapped = STACKS_MAPPED.fetch_add(1, Ordering::Relaxed);
-        if mapped >= limit.stacks {
-            STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
-            return Err(StackError::MapReserve {
-                stacks: mapped,
-                max_map_count: limit.max_map_count,
-            });
+        match stacks() {
+            Stacks::Slabs(slabs) => slabs.lock().alloc(usable),
+            Stacks::Mappings => {
+                let limit = stack_map_limit();
+                // Relaxed: a count; a race lets at most one stack per racing
+                // thread past the bound, well inside the reserve.
+                let mapped = STACKS_MAPPED.fetch_add(1, Ordering::Relaxed);
+                if mapped >= limit.stacks {
+                    STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+                    return Err(StackError::MapReserve {
+                        stacks: mapped,
+                        max_map_count: limit.max_map_count,
+                    });
+                }
+                let r = smarm_unix::stack::alloc(usable);
+                if r.is_err() {
+                    STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+                }
+                r
+            }
         }
-        let r = smarm_unix::stack::alloc(usable);
-        if r.is_err() {
-            STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
-        }
-        r
     }
 
     unsafe fn stack_free(stack: RawStack) {
-        // SAFETY: the caller passes a stack from `stack_alloc` (made by
-        // `smarm_unix::stack::alloc`) that nothing runs on now.
-        unsafe { smarm_unix::stack::free(stack) };
-        // Relaxed: a count (see `stack_alloc`).
-        STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+        match stacks() {
+            // SAFETY: the caller passes a stack from `stack_alloc`, which
+            // (the mode being fixed for the process) came from these slabs,
+            // and nothing runs on it now.
+            Stacks::Slabs(slabs) => unsafe { slabs.lock().free(stack) },
+            Stacks::Mappings => {
+                // SAFETY: as above, a stack made by `smarm_unix::stack::alloc`.
+                unsafe { smarm_unix::stack::free(stack) };
+                // Relaxed: a count (see `stack_alloc`).
+                STACKS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
     }
 
     fn stack_touched(lo: usize, hi: usize) -> Option<usize> {
@@ -232,7 +246,47 @@ unsafe impl Platform for Linux {
     }
 }
 
-/// Stacks this process has mapped now (`stack_alloc` minus `stack_free`).
+/// Where this process's actor stacks come from; chosen at the first stack.
+enum Stacks {
+    /// Slabs with guard regions (`slab`).
+    Slabs(Mutex<FutexLock<Linux>, slab::Slabs<slab::Madvise>>),
+    /// One mapping per stack with a `PROT_NONE` guard page
+    /// (`smarm_unix::stack`), capped by [`stack_map_limit`].
+    Mappings,
+}
+
+fn stacks() -> &'static Stacks {
+    static STACKS: std::sync::OnceLock<Stacks> = std::sync::OnceLock::new();
+    STACKS.get_or_init(|| {
+        let forced = std::env::var_os(STACK_GUARD_ENV).is_some_and(|v| v == "mapping");
+        if !forced && slab::guard_regions_work() {
+            Stacks::Slabs(Mutex::new(slab::Slabs::new(
+                slab::Madvise,
+                smarm_unix::page_size(),
+            )))
+        } else {
+            Stacks::Mappings
+        }
+    })
+}
+
+/// How this process guards its actor stacks (decided at the first stack
+/// mapped, or by this call): [`StackGuard::Region`] on Linux 6.13 and later
+/// (a million guarded stacks take a few dozen memory maps),
+/// [`StackGuard::Mapping`] on older kernels, under emulators that ignore
+/// `MADV_GUARD_INSTALL`, or when the environment variable
+/// [`STACK_GUARD_ENV`] is `mapping` (then every stack takes two entries of
+/// `vm.max_map_count`, and spawns past the limit fail with
+/// `StackError::MapReserve`).
+pub fn stack_guard() -> StackGuard {
+    match stacks() {
+        Stacks::Slabs(_) => StackGuard::Region,
+        Stacks::Mappings => StackGuard::Mapping,
+    }
+}
+
+/// Stacks this process has mapped now (`stack_alloc` minus `stack_free`),
+/// in [`Stacks::Mappings`] mode.
 static STACKS_MAPPED: AtomicUsize = AtomicUsize::new(0);
 
 /// How many stacks may be mapped at once.

@@ -22,13 +22,32 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use smarm_core::{RawStack, StackError};
 
+/// How a port guards its actor stacks (each port's `stack_guard()` says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StackGuard {
+    /// Stacks share large reservations (slabs); each stack's guard page is
+    /// a guard region (`madvise(MADV_GUARD_INSTALL)`, Linux 6.13), which
+    /// does not split the mapping: a million stacks take a few dozen maps.
+    Region,
+    /// Each stack is a mapping of its own whose lowest page is `PROT_NONE`:
+    /// two map entries per stack.
+    Mapping,
+}
+
+/// The environment variable that, set to `mapping`, makes a port that has
+/// guard regions use [`StackGuard::Mapping`] instead (for kernels where
+/// guard regions misbehave, and for tests of that path). Read once, at the
+/// first stack; other values and ports without guard regions ignore it.
+pub const STACK_GUARD_ENV: &str = "SMARM_STACK_GUARD";
+
 /// Flags of every mapping this crate makes (actor stacks and the alternate
 /// signal stacks of `fault`).
 #[cfg(target_os = "linux")]
-pub(crate) const MAP_FLAGS: libc::c_int =
+pub const MAP_FLAGS: libc::c_int =
     libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
 #[cfg(not(target_os = "linux"))]
-pub(crate) const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANON;
+pub const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANON;
 
 /// What [`page_size`] falls back to if `sysconf` ever failed: a multiple of
 /// every real page size of the OS's usual hardware.
@@ -71,7 +90,7 @@ fn stack_error(errno: i32) -> StackError {
 }
 
 /// The calling thread's `errno`.
-pub(crate) fn last_errno() -> i32 {
+pub fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 

@@ -1,0 +1,301 @@
+//! The slab bookkeeping against a fake VM (no system calls, so these run
+//! under Miri too: `cargo +nightly miri test -p smarm-linux --lib slab`),
+//! and the real one on this kernel.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+
+const PAGE: usize = 4096;
+
+/// A fake address space: reservations are ranges of numbers, never memory.
+#[derive(Default)]
+struct FakeVm {
+    next: usize,
+    /// Live reservations: base -> len.
+    maps: BTreeMap<usize, usize>,
+    /// Guard pages installed, by address.
+    guards: BTreeSet<usize>,
+    /// Every guard install (to catch a second install of one page).
+    installs: usize,
+    discards: Vec<(usize, usize)>,
+    /// Refuse reservations larger than this.
+    max_reserve: usize,
+}
+
+impl FakeVm {
+    fn new() -> Self {
+        FakeVm {
+            next: 1 << 30,
+            max_reserve: usize::MAX,
+            ..FakeVm::default()
+        }
+    }
+}
+
+impl Vm for FakeVm {
+    fn reserve(&mut self, len: usize) -> Result<usize, i32> {
+        if len > self.max_reserve {
+            return Err(libc::ENOMEM);
+        }
+        let base = self.next;
+        // A gap between reservations, as the kernel may leave.
+        self.next += len + PAGE;
+        self.maps.insert(base, len);
+        Ok(base)
+    }
+
+    fn guard(&mut self, addr: usize, len: usize) -> Result<(), i32> {
+        assert_eq!(len, PAGE);
+        let (&b, &l) = self.maps.range(..=addr).next_back().expect("guard inside a map");
+        assert!(addr + len <= b + l, "guard outside its map");
+        self.installs += 1;
+        assert!(self.guards.insert(addr), "guard installed twice at {addr:#x}");
+        Ok(())
+    }
+
+    fn discard(&mut self, addr: usize, len: usize) {
+        self.discards.push((addr, len));
+    }
+
+    unsafe fn release(&mut self, base: usize, len: usize) {
+        assert_eq!(self.maps.remove(&base), Some(len), "release of a non-map");
+        self.guards.retain(|&g| g < base || g >= base + len);
+    }
+}
+
+/// Checks a stack against the fake VM: its guard is installed at its base,
+/// its range lies in one map and overlaps no other live stack.
+fn check_stack(s: &Slabs<FakeVm>, st: &RawStack, live: &BTreeMap<usize, usize>) {
+    let base = st.base as usize;
+    assert_eq!(st.guard, PAGE);
+    assert!(s.vm.guards.contains(&base), "no guard under {base:#x}");
+    let (&b, &l) = s.vm.maps.range(..=base).next_back().expect("in a map");
+    assert!(base + st.len <= b + l, "stack runs past its slab");
+    if let Some((&lo, &len)) = live.range(..=base).next_back() {
+        assert!(lo + len <= base, "overlaps the live stack at {lo:#x}");
+    }
+    if let Some((&hi, _)) = live.range(base..).next() {
+        assert!(base + st.len <= hi, "overlaps the live stack at {hi:#x}");
+    }
+}
+
+#[test]
+fn stacks_are_distinct_guarded_and_come_back() {
+    let mut s = Slabs::new(FakeVm::new(), PAGE);
+    let mut live = BTreeMap::new();
+    let mut stacks = Vec::new();
+    for _ in 0..3000 {
+        let st = s.alloc(60 * 1024).unwrap();
+        assert_eq!(st.usable(), 60 * 1024);
+        check_stack(&s, &st, &live);
+        live.insert(st.base as usize, st.len);
+        stacks.push(st);
+    }
+    // Geometric slabs: 3,000 slots of 64 KiB took a handful of maps.
+    let slots_first = FIRST_SLAB_BYTES / (64 * 1024);
+    assert!(s.slabs() >= 2 && s.slabs() <= 8, "{} slabs", s.slabs());
+    assert_eq!(s.vm.maps.len(), s.slabs());
+    assert_eq!(*s.vm.maps.values().next().unwrap(), slots_first * 64 * 1024);
+    assert_eq!(s.vm.installs, 3000, "one guard per slot, once");
+    // Free every other one: each freed stack's usable range is discarded.
+    for st in stacks.iter().step_by(2) {
+        live.remove(&(st.base as usize));
+    }
+    let mut kept = Vec::new();
+    for (i, st) in stacks.into_iter().enumerate() {
+        if i % 2 == 0 {
+            let (b, len) = (st.base as usize, st.len);
+            // SAFETY: from this `alloc`; nothing runs on it.
+            unsafe { s.free(st) };
+            assert_eq!(s.vm.discards.last(), Some(&(b + PAGE, len - PAGE)));
+        } else {
+            kept.push(st);
+        }
+    }
+    // Reuse takes freed slots first: no new guard installs, no new maps.
+    let maps = s.slabs();
+    for _ in 0..1500 {
+        let st = s.alloc(60 * 1024).unwrap();
+        check_stack(&s, &st, &live);
+        live.insert(st.base as usize, st.len);
+        kept.push(st);
+    }
+    assert_eq!(s.vm.installs, 3000);
+    assert_eq!(s.slabs(), maps);
+    // Everything back: every slab but one is unmapped.
+    for st in kept {
+        // SAFETY: as above.
+        unsafe { s.free(st) };
+    }
+    assert_eq!(s.slabs(), 1);
+    assert_eq!(s.vm.maps.len(), 1);
+    // And it serves again.
+    let st = s.alloc(60 * 1024).unwrap();
+    check_stack(&s, &st, &BTreeMap::new());
+}
+
+#[test]
+fn sizes_get_classes_of_their_own() {
+    let mut s = Slabs::new(FakeVm::new(), PAGE);
+    let a = s.alloc(16 * 1024).unwrap();
+    let b = s.alloc(128 * 1024).unwrap();
+    let c = s.alloc(16 * 1024 - 100).unwrap();
+    assert_eq!(
+        (a.usable(), b.usable(), c.usable()),
+        (16 * 1024, 128 * 1024, 16 * 1024)
+    );
+    assert_eq!(s.slabs(), 2, "one slab per size");
+    assert_eq!(c.base as usize, a.base as usize + a.len, "same class: next slot");
+    // The last stack of a class's only slab keeps the slab mapped.
+    // SAFETY: from this `alloc`; nothing runs on them.
+    unsafe {
+        s.free(b);
+        s.free(a);
+        s.free(c);
+    }
+    assert_eq!(s.slabs(), 2);
+}
+
+#[test]
+fn a_refused_reservation_halves_down_to_one_slot_then_errs() {
+    let mut vm = FakeVm::new();
+    // Room for 3 slots of 64 KiB per reservation.
+    vm.max_reserve = 3 * 64 * 1024;
+    let mut s = Slabs::new(vm, PAGE);
+    let a = s.alloc(60 * 1024).unwrap();
+    assert!(*s.vm.maps.values().next().unwrap() <= 3 * 64 * 1024);
+    s.vm.max_reserve = 0;
+    let mut n = 1;
+    let err = loop {
+        match s.alloc(60 * 1024) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 10, "the fake refuses every reservation now");
+    };
+    assert_eq!(err, StackError::OutOfMaps { errno: libc::ENOMEM });
+    // The slots already reserved were all handed out first.
+    let slots = s.vm.maps.values().next().unwrap() / (64 * 1024);
+    assert_eq!(n, slots);
+    // SAFETY: from this `alloc`; nothing runs on it.
+    unsafe { s.free(a) };
+}
+
+#[test]
+fn huge_requests_are_an_error_not_a_panic() {
+    let mut s = Slabs::new(FakeVm::new(), PAGE);
+    assert!(matches!(s.alloc(usize::MAX), Err(StackError::OutOfMaps { .. })));
+    assert!(matches!(
+        s.alloc(usize::MAX - PAGE),
+        Err(StackError::OutOfMaps { .. })
+    ));
+}
+
+#[test]
+fn churn_keeps_the_invariants() {
+    // A seeded walk of allocs and frees over three sizes.
+    let mut s = Slabs::new(FakeVm::new(), PAGE);
+    let mut live: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut held: Vec<RawStack> = Vec::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let steps = if cfg!(miri) { 400 } else { 20_000 };
+    for _ in 0..steps {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if held.is_empty() || !x.is_multiple_of(3) {
+            let size = [16 * 1024, 64 * 1024, 256 * 1024][(x >> 8) as usize % 3];
+            let st = s.alloc(size).unwrap();
+            check_stack(&s, &st, &live);
+            live.insert(st.base as usize, st.len);
+            held.push(st);
+        } else {
+            let st = held.swap_remove((x >> 16) as usize % held.len());
+            live.remove(&(st.base as usize));
+            // SAFETY: from this `alloc`; nothing runs on it.
+            unsafe { s.free(st) };
+        }
+        // Every open slab has room, every slab with room is open.
+        for c in &s.classes {
+            for (&b, slab) in s.slabs.iter().filter(|(_, sl)| sl.slot_len == c.slot_len) {
+                assert_eq!(c.open.contains(&b), slab.has_room(), "open list out of step");
+            }
+        }
+        let used: usize = s.slabs.values().map(|sl| sl.used).sum();
+        assert_eq!(used, held.len());
+    }
+}
+
+#[test]
+fn this_kernel_installs_real_guard_regions_or_says_not() {
+    // On Linux 6.13 and later the probe must say yes; before, no. Read the
+    // kernel's release to know which answer is right.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut nums = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
+    let new_enough = (major, minor) >= (6, 13);
+    if cfg!(miri) {
+        return;
+    }
+    let works = guard_regions_work();
+    if new_enough && std::env::var_os("SMARM_TEST_QEMU").is_none() {
+        assert!(
+            works,
+            "Linux {} has guard regions, the probe says no",
+            release.trim()
+        );
+    } else if !new_enough {
+        assert!(
+            !works,
+            "Linux {} predates guard regions, the probe says yes",
+            release.trim()
+        );
+    }
+}
+
+#[test]
+fn real_slab_stacks_are_writable_and_come_back_zeroed() {
+    if cfg!(miri) || !guard_regions_work() {
+        return;
+    }
+    let page = smarm_unix::page_size();
+    let mut s = Slabs::new(Madvise, page);
+    let st = s.alloc(32 * 1024).unwrap();
+    let (lo, hi) = st.usable_range();
+    // SAFETY: `[lo, hi)` is the usable range of a stack we own.
+    unsafe {
+        core::ptr::write_bytes(lo as *mut u8, 0xA5, hi - lo);
+        assert_eq!(*((hi - 1) as *const u8), 0xA5);
+    }
+    let base = st.base;
+    // SAFETY: from this `alloc`; nothing runs on it.
+    unsafe { s.free(st) };
+    let again = s.alloc(32 * 1024).unwrap();
+    assert_eq!(again.base, base, "the freed slot comes back first");
+    let (lo, hi) = again.usable_range();
+    // SAFETY: as above; DONTNEED made the pages read as zeros.
+    let all_zero = unsafe { core::slice::from_raw_parts(lo as *const u8, hi - lo) }
+        .iter()
+        .all(|&b| b == 0);
+    assert!(all_zero, "a freed stack's pages were released");
+    // The guard below the usable range refuses a kernel read (EFAULT, not
+    // a fault of ours).
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: a pipe; then a write of one byte from the guard page, which
+    // the kernel must refuse; then both ends closed.
+    let (rc, errno) = unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        let rc = libc::write(fds[1], again.base as *const libc::c_void, 1);
+        let errno = smarm_unix::stack::last_errno();
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+        (rc, errno)
+    };
+    assert_eq!((rc, errno), (-1, libc::EFAULT), "the guard region is installed");
+    // SAFETY: from this `alloc`; nothing runs on it.
+    unsafe { s.free(again) };
+}
