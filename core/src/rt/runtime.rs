@@ -323,7 +323,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        match self.spawn_actor_inner(Some(Arc::from(name)), f) {
+        match self.spawn_actor_inner(Some(Arc::from(name)), None, f) {
             Ok(r) => r,
             Err(e) => panic!("{e}"),
         }
@@ -338,13 +338,45 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.spawn_actor_inner(None, f)
+        self.spawn_actor_inner(None, None, f)
+    }
+
+    /// [`ActorBuilder::spawn_actor_on`](crate::ActorBuilder::spawn_actor_on).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn spawn_actor_from_builder<M, F, T>(
+        &self,
+        name: Option<Arc<str>>,
+        stack: Option<usize>,
+        f: F,
+    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn_actor_inner(name, stack, f)
+    }
+
+    /// [`ActorBuilder::spawn_on`](crate::ActorBuilder::spawn_on).
+    pub(crate) fn spawn_from_builder<F, T>(
+        &self,
+        name: Option<Arc<str>>,
+        stack: Option<usize>,
+        f: F,
+    ) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let push = |a| self.shared.push_outside(a);
+        spawn_with(Origin::Outside(&self.shared.core, &push), name, stack, |_| f)
     }
 
     #[allow(clippy::type_complexity)]
     fn spawn_actor_inner<M, F, T>(
         &self,
         name: Option<Arc<str>>,
+        stack: Option<usize>,
         f: F,
     ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
     where
@@ -353,7 +385,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         T: Send + 'static,
     {
         let push = |a| self.shared.push_outside(a);
-        spawn_actor_with(Origin::Outside(&self.shared.core, &push), name, f)
+        spawn_actor_with(Origin::Outside(&self.shared.core, &push), name, stack, f)
     }
 
     /// [`try_spawn_actor`](Self::try_spawn_actor), panicking with the
@@ -380,7 +412,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         T: Send + 'static,
     {
         let push = |a| self.shared.push_outside(a);
-        spawn_with(Origin::Outside(&self.shared.core, &push), name, build)
+        spawn_with(Origin::Outside(&self.shared.core, &push), name, None, build)
     }
 
     /// [`try_spawn`](Self::try_spawn), panicking with the error's message

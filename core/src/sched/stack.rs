@@ -9,7 +9,9 @@
 //!    which a worker refills from / spills half its cache to.
 //!
 //! A stack beyond both caps is unmapped. Every stack in the pool has the
-//! runtime's one stack size.
+//! runtime's one stack size; a stack of another size (an
+//! [`ActorBuilder::stack_size`](crate::ActorBuilder::stack_size)) is
+//! unmapped when its actor exits.
 
 use alloc::vec::Vec;
 
@@ -67,8 +69,20 @@ impl<P: Platform> StackPool<P> {
         }
     }
 
-    /// Returns a stack no context runs on any more.
+    /// Usable bytes of the stacks this pool keeps.
+    pub fn usable(&self) -> usize {
+        self.usable
+    }
+
+    /// Returns a stack no context runs on any more (one of another size
+    /// than the pool's is unmapped).
     pub fn put(&self, local: &mut Vec<RawStack>, stack: RawStack) {
+        if stack.usable() != self.usable {
+            // SAFETY: the stack came from `P::stack_alloc` and no context
+            // runs on it (the caller's contract).
+            unsafe { P::stack_free(stack) };
+            return;
+        }
         if local.len() < LOCAL_CAP {
             local.push(stack);
             return;

@@ -8,7 +8,9 @@ impl<P: Platform> RtCore<P> {
     /// Reserves what a new actor needs (a stack, an id) and makes its
     /// [`Life`]: from worker context `c`'s caches (its stack cache, its
     /// block of ids), or, with `c` null (any other thread), from the shared
-    /// pool and counter.
+    /// pool and counter. A `stack` size (usable bytes, already checked
+    /// against the bounds) other than the runtime's is mapped for this
+    /// actor alone, bypassing the pool.
     ///
     /// # Safety
     ///
@@ -18,15 +20,25 @@ impl<P: Platform> RtCore<P> {
         &self,
         c: *mut WorkerCtx<P>,
         name: Option<Arc<str>>,
+        stack: Option<usize>,
     ) -> Result<(Arc<Life>, RawStack), SpawnError> {
+        let own = stack
+            .map(|bytes| bytes.div_ceil(P::page_size()) * P::page_size())
+            .filter(|&bytes| bytes != self.pool.usable());
         let (id, stack) = if c.is_null() {
-            let stack = self.pool.get_one()?;
+            let stack = match own {
+                Some(bytes) => P::stack_alloc(bytes)?,
+                None => self.pool.get_one()?,
+            };
             // Relaxed: ids only need uniqueness.
             (self.next_id.fetch_add(1, Ordering::Relaxed), stack)
         } else {
             // SAFETY: contract: `c` is this thread's context, unaliased.
             let c = unsafe { &mut *c };
-            let stack = self.pool.get(&mut c.stacks)?;
+            let stack = match own {
+                Some(bytes) => P::stack_alloc(bytes)?,
+                None => self.pool.get(&mut c.stacks)?,
+            };
             if c.id_next == c.id_end {
                 // Relaxed: ids only need uniqueness.
                 c.id_next = self.next_id.fetch_add(ID_BLOCK, Ordering::Relaxed);

@@ -122,6 +122,16 @@ pub enum SpawnError {
     /// The free function `spawn` was called outside any actor; use
     /// `Runtime::spawn` from plain threads.
     NoRuntime,
+    /// An [`ActorBuilder::stack_size`](crate::ActorBuilder::stack_size)
+    /// outside [`MIN_STACK_SIZE`]..=[`MAX_STACK_SIZE`].
+    StackSize {
+        /// What was asked for.
+        requested: usize,
+        /// The smallest accepted.
+        minimum: usize,
+        /// The largest accepted.
+        maximum: usize,
+    },
 }
 
 impl From<StackError> for SpawnError {
@@ -136,6 +146,15 @@ impl fmt::Display for SpawnError {
             SpawnError::Stack(e) => write!(f, "cannot spawn an actor: {e}"),
             SpawnError::NoRuntime => f.write_str(
                 "spawn called outside an actor: use Runtime::spawn (or block_on) from plain threads",
+            ),
+            SpawnError::StackSize {
+                requested,
+                minimum,
+                maximum,
+            } => write!(
+                f,
+                "cannot spawn an actor with a {requested}-byte stack: the stack size must be \
+                 {minimum}..={maximum} bytes"
             ),
         }
     }

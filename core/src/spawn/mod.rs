@@ -9,7 +9,10 @@
 //! (work-first, [`Origin::Here`]) or through the runtime's run queue
 //! ([`Origin::Outside`]).
 
+mod builder;
 pub(crate) mod join;
+
+pub use builder::ActorBuilder;
 
 use alloc::sync::Arc;
 
@@ -36,6 +39,7 @@ pub(crate) enum Origin<'a, P: Platform> {
 pub(crate) fn spawn_with<P, F, T>(
     origin: Origin<'_, P>,
     name: Option<Arc<str>>,
+    stack: Option<usize>,
     build: impl FnOnce(&Arc<Life>) -> F,
 ) -> Result<JoinHandle<T, P>, SpawnError>
 where
@@ -58,7 +62,7 @@ where
     // SAFETY: `c` is null or this thread's live worker context of `core`'s
     // runtime; no reference to it is held across the switch below (after
     // it we may be on another worker).
-    let (life, stack) = unsafe { core.reserve(c, name)? };
+    let (life, stack) = unsafe { core.reserve(c, name, stack)? };
     let body = build(&life);
     let (entry, handle) = make_entry::<P, F, T>(life.id, life.clone(), body);
     // SAFETY: as above, with the stack `reserve` gave for `c`.
@@ -78,6 +82,7 @@ where
 pub(crate) fn spawn_actor_with<P, M, F, T>(
     origin: Origin<'_, P>,
     name: Option<Arc<str>>,
+    stack: Option<usize>,
     f: F,
 ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
 where
@@ -87,7 +92,7 @@ where
     T: Send + 'static,
 {
     let mut addr = None;
-    let h = spawn_with::<P, _, T>(origin, name, |life| mailbox::bind(life, f, &mut addr))?;
+    let h = spawn_with::<P, _, T>(origin, name, stack, |life| mailbox::bind(life, f, &mut addr))?;
     Ok((addr.expect("the body builder ran"), h))
 }
 
@@ -100,7 +105,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_with::<P, F, T>(Origin::Here, None, |_| f)
+    spawn_with::<P, F, T>(Origin::Here, None, None, |_| f)
 }
 
 /// [`try_spawn`] with a name (in join errors, `Down` notices and reports).
@@ -110,7 +115,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_with::<P, F, T>(Origin::Here, Some(Arc::from(name)), |_| f)
+    spawn_with::<P, F, T>(Origin::Here, Some(Arc::from(name)), None, |_| f)
 }
 
 /// Spawns an actor with a mailbox from inside an actor (work-first, as
@@ -125,7 +130,7 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_actor_with::<P, M, F, T>(Origin::Here, None, f)
+    spawn_actor_with::<P, M, F, T>(Origin::Here, None, None, f)
 }
 
 /// [`try_spawn_actor`] with a name.
@@ -140,7 +145,7 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_actor_with::<P, M, F, T>(Origin::Here, Some(Arc::from(name)), f)
+    spawn_actor_with::<P, M, F, T>(Origin::Here, Some(Arc::from(name)), None, f)
 }
 
 /// Spawns an actor from inside an actor; the child runs at once

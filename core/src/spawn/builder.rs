@@ -1,0 +1,156 @@
+//! [`ActorBuilder`]: one spawn with options (a name, a stack size), like
+//! `std::thread::Builder`.
+
+use alloc::sync::Arc;
+use core::marker::PhantomData;
+
+use super::join::JoinHandle;
+use super::{spawn_actor_with, spawn_with, Origin};
+use crate::msg::mailbox::{Addr, Mailbox};
+use crate::rt::runtime::Runtime;
+use crate::sched::queue::RunQueue;
+use crate::seam::error::{SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
+use crate::seam::platform::Platform;
+
+/// Options for one spawn: a name and a stack size, then one of the
+/// `spawn` methods (inside an actor: work-first, as the free `spawn`; from
+/// any thread: [`spawn_on`](Self::spawn_on) a runtime).
+///
+/// A stack size other than the runtime's
+/// ([`Builder::stack_size`](crate::Builder::stack_size), 128 KiB by default)
+/// is mapped for that actor alone and unmapped when it exits (the runtime's
+/// stack pool keeps only its own size), so a spawn with its own size costs
+/// a mapping (on Linux with guard regions, a slot of a shared slab: no new
+/// memory map). Small stacks suit dense workloads: what a parked actor
+/// touches is measured in `docs/density.md`.
+///
+/// ```ignore
+/// // With a port crate (`smarm_linux`, `smarm_darwin`) as `smarm`:
+/// use smarm::{ActorBuilder, Runtime, SpawnError};
+///
+/// let rt = Runtime::new().unwrap();
+/// let sum = rt.block_on(|| {
+///     let h = ActorBuilder::new()
+///         .name("small")
+///         .stack_size(32 * 1024)
+///         .spawn(|| (1..=10u32).sum::<u32>())
+///         .unwrap();
+///     h.join().unwrap()
+/// });
+/// assert_eq!(sum, 55);
+/// // Out of bounds: an error, not a panic.
+/// let err = ActorBuilder::new().stack_size(100).spawn_on(&rt, || ()).unwrap_err();
+/// assert!(matches!(err, SpawnError::StackSize { requested: 100, .. }));
+/// ```
+pub struct ActorBuilder<P: Platform> {
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<P: Platform> Default for ActorBuilder<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> core::fmt::Debug for ActorBuilder<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ActorBuilder")
+            .field("name", &self.name)
+            .field("stack_size", &self.stack_size)
+            .finish()
+    }
+}
+
+impl<P: Platform> ActorBuilder<P> {
+    /// No name, the runtime's stack size.
+    pub fn new() -> Self {
+        ActorBuilder {
+            name: None,
+            stack_size: None,
+            _p: PhantomData,
+        }
+    }
+
+    /// The actor's name (in join errors, `Down` notices, reports, dumps).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(Arc::from(name));
+        self
+    }
+
+    /// Usable bytes of the actor's stack, rounded up to whole pages; from
+    /// [`MIN_STACK_SIZE`] to [`MAX_STACK_SIZE`] (else the spawn returns
+    /// [`SpawnError::StackSize`]). An overflow is reported, naming the
+    /// actor, as for any stack.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    fn checked_stack(&self) -> Result<Option<usize>, SpawnError> {
+        match self.stack_size {
+            Some(b) if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&b) => Err(SpawnError::StackSize {
+                requested: b,
+                minimum: MIN_STACK_SIZE,
+                maximum: MAX_STACK_SIZE,
+            }),
+            s => Ok(s),
+        }
+    }
+
+    /// Spawns from inside an actor: the child runs at once (work-first) and
+    /// the caller resumes when a worker picks it up again.
+    /// [`SpawnError::NoRuntime`] on a plain thread (use
+    /// [`spawn_on`](Self::spawn_on)).
+    pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let stack = self.checked_stack()?;
+        spawn_with::<P, F, T>(Origin::Here, self.name, stack, |_| f)
+    }
+
+    /// [`spawn`](Self::spawn) of an actor with a mailbox: `f` receives the
+    /// mailbox; the caller gets its address and a join handle.
+    #[allow(clippy::type_complexity)]
+    pub fn spawn_actor<M, F, T>(self, f: F) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let stack = self.checked_stack()?;
+        spawn_actor_with::<P, M, F, T>(Origin::Here, self.name, stack, f)
+    }
+
+    /// Spawns on `rt` from any thread (queued, as
+    /// [`Runtime::try_spawn`]).
+    pub fn spawn_on<Q, F, T>(self, rt: &Runtime<P, Q>, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        Q: RunQueue<P>,
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let stack = self.checked_stack()?;
+        rt.spawn_from_builder(self.name, stack, f)
+    }
+
+    /// [`spawn_on`](Self::spawn_on) of an actor with a mailbox.
+    #[allow(clippy::type_complexity)]
+    pub fn spawn_actor_on<Q, M, F, T>(
+        self,
+        rt: &Runtime<P, Q>,
+        f: F,
+    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        Q: RunQueue<P>,
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let stack = self.checked_stack()?;
+        rt.spawn_actor_from_builder(self.name, stack, f)
+    }
+}

@@ -1,0 +1,294 @@
+//! Density: per-spawn stack sizes (`ActorBuilder`), and many parked actors
+//! at once under the default `vm.max_map_count` (Linux: every stack
+//! guarded by a guard region in a shared slab, so maps stay few).
+
+use smarm_tests::smarm::{self, ActorBuilder, Mailbox, Runtime, SpawnError};
+use smarm_tests::with_timeout;
+
+mod child;
+
+/// The stack size of the running actor, from a dump of `rt`.
+fn stack_of(rt: &Runtime, id: u64) -> usize {
+    rt.dump()
+        .actors
+        .iter()
+        .find(|a| a.id == id)
+        .expect("the actor is live")
+        .stack_size
+}
+
+#[test]
+fn a_spawn_gets_the_stack_size_it_asks_for() {
+    with_timeout(60, || {
+        let rt = Runtime::builder()
+            .workers(2)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        let rt = std::sync::Arc::new(rt);
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let r = rt.clone();
+        let sizes = rt.block_on(move || {
+            let mut sizes = Vec::new();
+            // Default, own size, default again, own again: a pooled stack of
+            // the other size must never be handed out.
+            for ask in [
+                None,
+                Some(32 * 1024),
+                None,
+                Some(32 * 1024),
+                Some(20_000),
+                Some(256 * 1024),
+            ] {
+                let mut b = ActorBuilder::new().name("sized");
+                if let Some(s) = ask {
+                    b = b.stack_size(s);
+                }
+                let r2 = r.clone();
+                let (addr, h) = b
+                    .spawn_actor(move |mut mb: Mailbox<()>| {
+                        let me = smarm::current_id().unwrap();
+                        let size = stack_of(&r2, me);
+                        let name = smarm::current_name();
+                        mb.recv();
+                        (size, name)
+                    })
+                    .unwrap();
+                addr.send(()).unwrap();
+                let (size, name) = h.join().unwrap();
+                assert_eq!(name.as_deref(), Some("sized"));
+                sizes.push(size);
+            }
+            sizes
+        });
+        let round = |b: usize| b.div_ceil(page) * page;
+        assert_eq!(
+            sizes,
+            vec![
+                64 * 1024,
+                32 * 1024,
+                64 * 1024,
+                32 * 1024,
+                round(20_000),
+                256 * 1024
+            ]
+        );
+        // From a plain thread, too.
+        let r = rt.clone();
+        let h = ActorBuilder::new()
+            .stack_size(48 * 1024)
+            .spawn_on(&rt, move || stack_of(&r, smarm::current_id().unwrap()))
+            .unwrap();
+        assert_eq!(h.join().unwrap(), 48 * 1024);
+        let (a, h) = ActorBuilder::new()
+            .spawn_actor_on(&rt, |mut mb: Mailbox<u32>| mb.recv() + 1)
+            .unwrap();
+        a.send(41).unwrap();
+        assert_eq!(h.join().unwrap(), 42);
+    });
+}
+
+#[test]
+fn a_stack_size_out_of_bounds_is_an_error() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        for bad in [
+            0,
+            1,
+            smarm::MIN_STACK_SIZE - 1,
+            smarm::MAX_STACK_SIZE + 1,
+            usize::MAX,
+        ] {
+            let err = ActorBuilder::new()
+                .stack_size(bad)
+                .spawn_on(&rt, || ())
+                .unwrap_err();
+            assert_eq!(
+                err,
+                SpawnError::StackSize {
+                    requested: bad,
+                    minimum: smarm::MIN_STACK_SIZE,
+                    maximum: smarm::MAX_STACK_SIZE
+                }
+            );
+            assert!(err.to_string().contains("stack size must be"), "{err}");
+            let inside = rt.block_on(move || {
+                ActorBuilder::new()
+                    .stack_size(bad)
+                    .spawn_actor(|_: Mailbox<()>| ())
+                    .map(|_| ())
+                    .unwrap_err()
+            });
+            assert!(matches!(inside, SpawnError::StackSize { .. }));
+        }
+        // The bounds themselves are fine.
+        for ok in [smarm::MIN_STACK_SIZE, 1 << 20] {
+            let h = ActorBuilder::new().stack_size(ok).spawn_on(&rt, || 7).unwrap();
+            assert_eq!(h.join().unwrap(), 7);
+        }
+        // Outside an actor, `spawn` says so.
+        assert_eq!(
+            ActorBuilder::new().spawn(|| ()).map(|_| ()).unwrap_err(),
+            SpawnError::NoRuntime
+        );
+    });
+}
+
+/// Memory maps of this process now (lines of `/proc/self/maps`).
+#[cfg(target_os = "linux")]
+fn maps() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .expect("/proc/self/maps")
+        .lines()
+        .count()
+}
+
+/// Resident bytes of this process now (`/proc/self/statm`).
+#[cfg(target_os = "linux")]
+fn rss() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("rss");
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
+}
+
+/// A field of `/proc/meminfo` in bytes.
+#[cfg(target_os = "linux")]
+fn meminfo(field: &str) -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with(field))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// What one parked actor of the child below may cost at most (its stack's
+/// touched pages, control block, mailbox, join slot, the parent's `Addr`
+/// and handle), for sizing the count to this machine's memory.
+#[cfg(target_os = "linux")]
+const BUDGET_PER_ACTOR: usize = 12 * 1024;
+
+/// Gives freed heap memory back to the OS (glibc's `malloc_trim`).
+#[cfg(target_os = "linux")]
+fn trim_heap() {
+    #[cfg(target_env = "gnu")]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> libc::c_int;
+        }
+        // SAFETY: malloc_trim has no preconditions; it only releases free
+        // memory.
+        unsafe { malloc_trim(0) };
+    }
+}
+
+/// Parks N actors on their mailboxes at once (a million, or what half of
+/// this machine's available memory holds at [`BUDGET_PER_ACTOR`] each, at
+/// least 200,000), far past the ~28,000 guarded stacks per-stack mappings
+/// allow under the default `vm.max_map_count`; checks the maps stay few;
+/// wakes and joins them all; checks maps and memory come back.
+#[cfg(target_os = "linux")]
+#[test]
+#[cfg_attr(
+    any(smarm_tsan, smarm_asan),
+    ignore = "the sanitizers' shadow memory makes each actor cost far more than the budget"
+)]
+fn many_parked_actors_take_few_maps_and_give_back_their_memory() {
+    child::child_entry("many", || {
+        assert_eq!(smarm::stack_guard(), smarm::StackGuard::Region);
+        let avail = meminfo("MemAvailable:").unwrap_or(4 << 30);
+        let n = (avail / 2 / BUDGET_PER_ACTOR).clamp(200_000, 1_000_000);
+        eprintln!("child: {n} actors ({} MiB available)", avail >> 20);
+        let rt = Runtime::builder()
+            .workers(2)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        // A first round warms the slabs, the stack pool and the allocator.
+        let round = |rt: &Runtime, n: usize| -> (usize, usize) {
+            rt.block_on(move || {
+                let mut live = Vec::with_capacity(n);
+                for i in 0..n {
+                    live.push(smarm::spawn_actor(move |mut mb: Mailbox<u64>| {
+                        mb.recv() + i as u64
+                    }));
+                }
+                let parked = (maps(), rss());
+                for (i, (a, h)) in live.into_iter().enumerate() {
+                    a.send(1).unwrap();
+                    assert_eq!(h.join().unwrap(), i as u64 + 1);
+                }
+                parked
+            })
+        };
+        round(&rt, 10_000);
+        trim_heap();
+        let (maps0, rss0) = (maps(), rss());
+        let (maps1, rss1) = round(&rt, n);
+        let (maps2, untrimmed) = (maps(), rss());
+        // glibc keeps freed heap resident for reuse (here ~400 MiB of
+        // control blocks and mailboxes in the workers' arenas); trimming it
+        // shows what is still allocated.
+        trim_heap();
+        let rss2 = rss();
+        eprintln!(
+            "child: maps {maps0} -> {maps1} parked -> {maps2} after; rss {} -> {} -> {} MiB \
+             ({} before malloc_trim); {} B per parked actor",
+            rss0 >> 20,
+            rss1 >> 20,
+            rss2 >> 20,
+            untrimmed >> 20,
+            (rss1 - rss0) / n
+        );
+        assert!(
+            maps1 < maps0 + 300,
+            "{n} parked actors took {} maps",
+            maps1 - maps0
+        );
+        assert!(
+            rss1 - rss0 < n * BUDGET_PER_ACTOR,
+            "over budget: {} B each",
+            (rss1 - rss0) / n
+        );
+        assert!(maps2 <= maps0 + 16, "maps not given back: {maps0} -> {maps2}");
+        // What the actors took is given back, but for the stack pool's
+        // caches (a few hundred stacks) and the allocator's fragments.
+        assert!(
+            rss2.saturating_sub(rss0) < (rss1 - rss0) / 10,
+            "rss not given back: {rss0} -> {rss1} -> {rss2}"
+        );
+        drop(rt);
+    });
+    if child::launcher().is_some() {
+        eprintln!("skipped under emulation (qemu-user has no guard regions)");
+        return;
+    }
+    if smarm::stack_guard() != smarm::StackGuard::Region {
+        eprintln!(
+            "skipped: this kernel has no guard regions (Linux 6.13+); the map-limit test covers the fallback"
+        );
+        return;
+    }
+    let out = child::run_child(
+        "many_parked_actors_take_few_maps_and_give_back_their_memory",
+        "many",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("child: many returned without crashing"),
+        "the child must run to the end:\n{}",
+        child::describe(&out)
+    );
+    eprint!(
+        "{}",
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("child:"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+}
