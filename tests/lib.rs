@@ -111,9 +111,25 @@ fn tracked() -> bool {
     TRACK_ALL.load(std::sync::atomic::Ordering::Relaxed) || TRACK.with(|t| t.get())
 }
 
+static BYTES: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Bytes allocated minus bytes freed so far (on tracking threads; requested
+/// sizes, without the allocator's own rounding and headers).
+pub fn live_bytes() -> i64 {
+    // Relaxed, as `allocs`.
+    BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn count_if_tracked() {
     if tracked() {
         ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn add_bytes_if_tracked(n: i64) {
+    if tracked() {
+        // Relaxed: a counter, as ALLOCS.
+        BYTES.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -122,6 +138,7 @@ fn count_if_tracked() {
 unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
         count_if_tracked();
+        add_bytes_if_tracked(l.size() as i64);
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.alloc(l) }
     }
@@ -129,11 +146,13 @@ unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
         if tracked() {
             FREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+        add_bytes_if_tracked(-(l.size() as i64));
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
         count_if_tracked();
+        add_bytes_if_tracked(n as i64 - l.size() as i64);
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.realloc(p, l, n) }
     }

@@ -155,7 +155,7 @@ macro_rules! port_api {
         /// Waits for one actor's `Down` notice.
         pub type Monitor = $crate::Monitor<$platform>;
 
-        pub use $crate::dump::{ActorInfo, ActorState, Dump};
+        pub use $crate::dump::{runtime_bytes_per_actor, ActorInfo, ActorState, Dump};
         /// Test-only failpoints (`set_hook` needs the `failpoints` feature).
         pub use $crate::failpoint;
         pub use $crate::{

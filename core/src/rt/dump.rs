@@ -123,6 +123,30 @@ impl ActorInfo {
     }
 }
 
+/// Heap bytes of the runtime's own state per actor, besides its stack: the
+/// control block, its `Life` (id, name, kill flag, exit hooks), the join
+/// slot and, with `mailbox`, the mailbox's shared half (its queue's head and
+/// tail on cache lines of their own), each with its reference counts, and
+/// the registry slot. Counted for a result and messages of no size; the
+/// closure the actor runs, a name and queued messages come on top (a parked
+/// actor's measured total is in `docs/density.md`).
+pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
+    use core::mem::size_of;
+    // An Arc's allocation: strong and weak counts, then the value.
+    const fn arc<T>() -> usize {
+        2 * size_of::<usize>() + size_of::<T>()
+    }
+    let base = arc::<Actor>()
+        + arc::<crate::actor::life::Life>()
+        + arc::<crate::spawn::join::JoinSlot<()>>()
+        + size_of::<*const Actor>();
+    if mailbox {
+        base + arc::<crate::msg::mailbox::Shared<()>>()
+    } else {
+        base
+    }
+}
+
 /// A runtime dump: live actors by id, and per-worker counters.
 #[derive(Debug, Clone)]
 pub struct Dump {
@@ -167,13 +191,26 @@ impl Dump {
 
 impl fmt::Display for Dump {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
-            "smarm dump ({}): {} live actors, {} workers",
+            "smarm dump ({}): {} live actors, {} workers; per actor {} B of runtime state \
+             ({} with a mailbox) besides its stack",
             self.platform,
             self.actors.len(),
-            self.workers.len()
+            self.workers.len(),
+            runtime_bytes_per_actor(false),
+            runtime_bytes_per_actor(true),
         )?;
+        let touched = self.actors.iter().map(|a| a.stack_touched).sum::<Option<usize>>();
+        if let Some(t) = touched.filter(|_| !self.actors.is_empty()) {
+            write!(
+                f,
+                "; stacks: {} KiB touched in all, {} B per actor",
+                t / 1024,
+                t / self.actors.len()
+            )?;
+        }
+        writeln!(f)?;
         for a in &self.actors {
             write!(f, "\nactor {}", a.id)?;
             if let Some(n) = &a.name {
