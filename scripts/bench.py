@@ -157,7 +157,7 @@ def cmd_run(a):
 
 # Bench binaries that are reports, not criterion benches (they print their
 # own side-by-side tables; `cargo bench --bench NAME` runs them).
-REPORTS = {"echo_report"}
+REPORTS = {"echo_report", "million_report"}
 
 
 def bench_names():

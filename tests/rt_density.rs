@@ -254,7 +254,9 @@ fn many_parked_actors_take_few_maps_and_give_back_their_memory() {
             "over budget: {} B each",
             (rss1 - rss0) / n
         );
-        assert!(maps2 <= maps0 + 16, "maps not given back: {maps0} -> {maps2}");
+        // Slabs still holding a pooled stack (the pool keeps a few hundred)
+        // stay mapped; the rest are unmapped.
+        assert!(maps2 <= maps0 + 8, "maps not given back: {maps0} -> {maps2}");
         // What the actors took is given back, but for the stack pool's
         // caches (a few hundred stacks) and the allocator's fragments.
         assert!(
@@ -273,9 +275,10 @@ fn many_parked_actors_take_few_maps_and_give_back_their_memory() {
         );
         return;
     }
-    let out = child::run_child(
+    let out = child::run_child_env(
         "many_parked_actors_take_few_maps_and_give_back_their_memory",
         "many",
+        &[("MALLOC_ARENA_MAX", "1")],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

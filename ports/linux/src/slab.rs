@@ -22,16 +22,22 @@
 //! [`MAX_SLAB_BYTES`]), so small programs map little and a million stacks
 //! take a few dozen slabs. A slab hands out slots from a bump index (the
 //! guard is installed on a slot's first use and stays for the slab's life)
-//! and then from the slots freed back to it. A freed slot's usable pages are
-//! released at once (`MADV_DONTNEED`: the next touch maps a zero page), so
-//! a burst of actors does not pin its peak RSS. A slab whose last slot comes
-//! back is unmapped, unless it is its class's only one.
+//! and then from the slots freed back to it. Freed slots' pages are
+//! released in batches of [`DISCARD_BATCH`] (`MADV_DONTNEED`, one call per
+//! run of adjacent slots: the next touch maps a zero page), so a burst of
+//! actors does not pin its peak RSS; a slot rejoins the free list only once
+//! its pages are released. A slab whose last slot comes back is unmapped,
+//! unless it is its class's only one.
 //!
 //! Invariants (checked by the tests, also under Miri with a fake VM):
 //! - a slot is handed out at most once until it is freed;
 //! - every slot handed out has had its guard installed;
-//! - `used` of a slab is the number of its slots handed out and not freed;
-//! - a class's `open` list holds exactly its slabs with a free slot.
+//! - `used` of a slab is the number of its slots handed out and not yet
+//!   put back (a freed slot whose release is pending still counts);
+//! - a class's `open` list holds exactly its slabs with a free slot;
+//! - a release (`discard`) never touches a stack handed out, and every
+//!   slot on a free list has had its pages released since it was last
+//!   used.
 //!
 //! All of it runs under one lock, taken only when core's stack pool misses
 //! (core keeps up to 64 stacks per worker and more in a shared level).
@@ -46,6 +52,10 @@ pub(crate) const FIRST_SLAB_BYTES: usize = 8 << 20;
 /// The most bytes one slab reserves: address space only (`MAP_NORESERVE`),
 /// so this bounds the number of maps, not memory.
 pub(crate) const MAX_SLAB_BYTES: usize = 4 << 30;
+
+/// Freed stacks whose pages are released together (a few hundred KiB at
+/// most stay resident meanwhile).
+pub(crate) const DISCARD_BATCH: usize = 64;
 
 /// The memory calls the slabs make: the real ones in [`Madvise`], a fake in
 /// the tests.
@@ -108,6 +118,8 @@ pub(crate) struct Slabs<V: Vm> {
     /// By base address (to find a freed stack's slab).
     slabs: BTreeMap<usize, Slab>,
     classes: Vec<Class>,
+    /// Freed stacks whose pages are not yet released (see `free`).
+    dirty: Vec<RawStack>,
 }
 
 impl<V: Vm> Slabs<V> {
@@ -118,6 +130,7 @@ impl<V: Vm> Slabs<V> {
             page,
             slabs: BTreeMap::new(),
             classes: Vec::new(),
+            dirty: Vec::with_capacity(DISCARD_BATCH),
         }
     }
 
@@ -197,15 +210,62 @@ impl<V: Vm> Slabs<V> {
         Ok(base)
     }
 
-    /// Takes back a stack from [`alloc`](Self::alloc): releases its pages
-    /// and frees its slot; unmaps its slab if that was the slab's last
-    /// stack and the class has another. A stack that is not one of ours
-    /// (never happens) is left alone.
+    /// Takes back a stack from [`alloc`](Self::alloc). Its pages are
+    /// released with the next batch (every [`DISCARD_BATCH`] frees: one
+    /// `madvise` per run of adjacent slots, which join-in-order exits make
+    /// long); until then the slot stays out of the free list, so a slot is
+    /// never handed out while a release of its pages is pending. A stack
+    /// that is not one of ours (never happens) is left alone.
     ///
     /// # Safety
     ///
     /// `stack` came from this `alloc` and nothing runs on it.
     pub(crate) unsafe fn free(&mut self, stack: RawStack) {
+        self.dirty.push(stack);
+        if self.dirty.len() >= DISCARD_BATCH {
+            self.flush();
+        }
+    }
+
+    /// Releases the pages of every pending freed stack and frees their
+    /// slots (see [`free`](Self::free)).
+    pub(crate) fn flush(&mut self) {
+        let mut dirty = core::mem::take(&mut self.dirty);
+        dirty.sort_unstable_by_key(|s| s.base as usize);
+        // Runs of adjacent slots, each released in one call. A run's inner
+        // guard pages are in it: a guard region survives MADV_DONTNEED (its
+        // marker is not a page; only munmap or MADV_GUARD_REMOVE clears it).
+        let mut run: Option<(usize, usize)> = None;
+        for s in &dirty {
+            let (lo, hi) = (s.base as usize + s.guard, s.base as usize + s.len);
+            run = match run {
+                Some((start, end)) if end + s.guard == lo => Some((start, hi)),
+                Some((start, end)) => {
+                    self.vm.discard(start, end - start);
+                    Some((lo, hi))
+                }
+                None => Some((lo, hi)),
+            };
+        }
+        if let Some((start, end)) = run {
+            self.vm.discard(start, end - start);
+        }
+        for s in dirty.drain(..) {
+            // SAFETY: from this `alloc`, idle (`free`'s contract), and its
+            // pages were just released.
+            unsafe { self.put_back(s) };
+        }
+        // Keep the vector's capacity for the next batch.
+        self.dirty = dirty;
+    }
+
+    /// Frees the slot of `stack`, whose pages are released; unmaps its slab
+    /// if that was the slab's last stack and the class has another.
+    ///
+    /// # Safety
+    ///
+    /// As [`free`](Self::free).
+    unsafe fn put_back(&mut self, stack: RawStack) {
         let addr = stack.base as usize;
         let Some((&base, slab)) = self.slabs.range_mut(..=addr).next_back() else {
             debug_assert!(false, "freeing a stack no slab holds: {stack:?}");
@@ -220,7 +280,6 @@ impl<V: Vm> Slabs<V> {
         // (A double free is the caller's bug; looking for it in the free
         // list would make every free O(slots).)
         debug_assert!(index < slab.bumped, "freeing a slot never handed out");
-        self.vm.discard(addr + stack.guard, stack.len - stack.guard);
         let was_full = !slab.has_room();
         slab.free.push(index as u32);
         slab.used -= 1;

@@ -64,6 +64,19 @@ impl Vm for FakeVm {
     }
 }
 
+/// No discard overlaps the usable range of a stack in `held`.
+fn check_discards_spare(discards: &[(usize, usize)], held: &[RawStack]) {
+    for st in held {
+        let (lo, hi) = st.usable_range();
+        for &(d, dl) in discards {
+            assert!(
+                d + dl <= lo || hi <= d,
+                "a discard {d:#x}+{dl:#x} hit a live stack at {lo:#x}"
+            );
+        }
+    }
+}
+
 /// Checks a stack against the fake VM: its guard is installed at its base,
 /// its range lies in one map and overlaps no other live stack.
 fn check_stack(s: &Slabs<FakeVm>, st: &RawStack, live: &BTreeMap<usize, usize>) {
@@ -98,21 +111,31 @@ fn stacks_are_distinct_guarded_and_come_back() {
     assert_eq!(s.vm.maps.len(), s.slabs());
     assert_eq!(*s.vm.maps.values().next().unwrap(), slots_first * 64 * 1024);
     assert_eq!(s.vm.installs, 3000, "one guard per slot, once");
-    // Free every other one: each freed stack's usable range is discarded.
+    // Free every other one: each freed stack's usable range is discarded,
+    // in batches, and no discard touches a live stack.
     for st in stacks.iter().step_by(2) {
         live.remove(&(st.base as usize));
     }
     let mut kept = Vec::new();
+    let mut freed = Vec::new();
     for (i, st) in stacks.into_iter().enumerate() {
         if i % 2 == 0 {
-            let (b, len) = (st.base as usize, st.len);
+            freed.push((st.base as usize + PAGE, st.len - PAGE));
             // SAFETY: from this `alloc`; nothing runs on it.
             unsafe { s.free(st) };
-            assert_eq!(s.vm.discards.last(), Some(&(b + PAGE, len - PAGE)));
         } else {
             kept.push(st);
         }
     }
+    s.flush();
+    assert!(s.vm.discards.len() <= freed.len());
+    for &(lo, len) in &freed {
+        assert!(
+            s.vm.discards.iter().any(|&(d, dl)| d <= lo && lo + len <= d + dl),
+            "freed stack at {lo:#x} never released"
+        );
+    }
+    check_discards_spare(&s.vm.discards, &kept);
     // Reuse takes freed slots first: no new guard installs, no new maps.
     let maps = s.slabs();
     for _ in 0..1500 {
@@ -128,11 +151,45 @@ fn stacks_are_distinct_guarded_and_come_back() {
         // SAFETY: as above.
         unsafe { s.free(st) };
     }
+    s.flush();
     assert_eq!(s.slabs(), 1);
     assert_eq!(s.vm.maps.len(), 1);
     // And it serves again.
     let st = s.alloc(60 * 1024).unwrap();
     check_stack(&s, &st, &BTreeMap::new());
+}
+
+#[test]
+fn adjacent_frees_are_released_in_one_call_and_reused_only_after() {
+    let mut s = Slabs::new(FakeVm::new(), PAGE);
+    let stacks: Vec<_> = (0..DISCARD_BATCH + 1)
+        .map(|_| s.alloc(28 * 1024).unwrap())
+        .collect();
+    let first = stacks[0].base as usize;
+    let mut it = stacks.into_iter();
+    let last = it.next_back().unwrap();
+    for st in it.rev() {
+        // SAFETY: from this `alloc`; nothing runs on it.
+        unsafe { s.free(st) };
+    }
+    // The batch filled: one call for the whole run (guards inside it).
+    assert_eq!(
+        s.vm.discards,
+        vec![(first + PAGE, DISCARD_BATCH * 32 * 1024 - PAGE)]
+    );
+    // A pending free is not handed out again before its release.
+    // SAFETY: as above.
+    unsafe { s.free(last) };
+    let again = s.alloc(28 * 1024).unwrap();
+    assert_ne!(
+        again.base as usize,
+        first + DISCARD_BATCH * 32 * 1024,
+        "pending slot reused"
+    );
+    s.flush();
+    assert_eq!(s.vm.discards.len(), 2);
+    // The second release (of `last`) spares `again`, handed out before it.
+    check_discards_spare(&s.vm.discards[1..], core::slice::from_ref(&again));
 }
 
 #[test]
@@ -154,6 +211,7 @@ fn sizes_get_classes_of_their_own() {
         s.free(a);
         s.free(c);
     }
+    s.flush();
     assert_eq!(s.slabs(), 2);
 }
 
@@ -200,6 +258,7 @@ fn churn_keeps_the_invariants() {
     let mut held: Vec<RawStack> = Vec::new();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let steps = if cfg!(miri) { 400 } else { 20_000 };
+    let mut seen = 0;
     for _ in 0..steps {
         x ^= x << 13;
         x ^= x >> 7;
@@ -216,6 +275,10 @@ fn churn_keeps_the_invariants() {
             // SAFETY: from this `alloc`; nothing runs on it.
             unsafe { s.free(st) };
         }
+        // No release so far touched a stack now handed out.
+        let n = s.vm.discards.len();
+        check_discards_spare(&s.vm.discards[seen..n], &held);
+        seen = n;
         // Every open slab has room, every slab with room is open.
         for c in &s.classes {
             for (&b, slab) in s.slabs.iter().filter(|(_, sl)| sl.slot_len == c.slot_len) {
@@ -223,7 +286,7 @@ fn churn_keeps_the_invariants() {
             }
         }
         let used: usize = s.slabs.values().map(|sl| sl.used).sum();
-        assert_eq!(used, held.len());
+        assert_eq!(used, held.len() + s.dirty.len());
     }
 }
 
@@ -272,10 +335,25 @@ fn real_slab_stacks_are_writable_and_come_back_zeroed() {
         assert_eq!(*((hi - 1) as *const u8), 0xA5);
     }
     let base = st.base;
-    // SAFETY: from this `alloc`; nothing runs on it.
-    unsafe { s.free(st) };
+    // A neighbour above, freed with it: one release spans both and the
+    // guard page between them.
+    let above = s.alloc(32 * 1024).unwrap();
+    assert_eq!(above.base as usize, base as usize + st.len, "adjacent slots");
+    let (alo, ahi) = above.usable_range();
+    // SAFETY: the usable range of a stack we own.
+    unsafe { core::ptr::write_bytes(alo as *mut u8, 0x5A, ahi - alo) };
+    // SAFETY: from this `alloc`; nothing runs on them.
+    unsafe {
+        s.free(above);
+        s.free(st);
+    }
+    s.flush();
     let again = s.alloc(32 * 1024).unwrap();
-    assert_eq!(again.base, base, "the freed slot comes back first");
+    let between = base as usize + 32 * 1024 + page;
+    assert!(
+        again.base == base || again.base as usize == between,
+        "a freed slot comes back first"
+    );
     let (lo, hi) = again.usable_range();
     // SAFETY: as above; DONTNEED made the pages read as zeros.
     let all_zero = unsafe { core::slice::from_raw_parts(lo as *const u8, hi - lo) }
@@ -296,6 +374,22 @@ fn real_slab_stacks_are_writable_and_come_back_zeroed() {
         (rc, errno)
     };
     assert_eq!((rc, errno), (-1, libc::EFAULT), "the guard region is installed");
+    // And the guard between the two slots survived the release over it.
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: as above, from the upper slot's guard page.
+    let (rc, errno) = unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        let rc = libc::write(fds[1], between as *const libc::c_void, 1);
+        let errno = smarm_unix::stack::last_errno();
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+        (rc, errno)
+    };
+    assert_eq!(
+        (rc, errno),
+        (-1, libc::EFAULT),
+        "a guard region survives MADV_DONTNEED"
+    );
     // SAFETY: from this `alloc`; nothing runs on it.
     unsafe { s.free(again) };
 }
