@@ -521,7 +521,7 @@ fn max_map_count() -> Option<usize> {
 )]
 fn at_the_map_limit_spawn_fails_and_the_process_still_works() {
     // Per-stack mappings (forced: guard regions need no such limit; see
-    // tests/density.rs for those).
+    // tests/rt_density.rs for those).
     child_entry("map_limit", || {
         assert_eq!(
             smarm::stack_guard(),

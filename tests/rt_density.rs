@@ -295,3 +295,83 @@ fn many_parked_actors_take_few_maps_and_give_back_their_memory() {
             .collect::<String>()
     );
 }
+
+/// The runtime's own frames fit the smallest stack: actors with
+/// `MIN_STACK_SIZE` stacks park in each kind of wait (mailbox, channel,
+/// join, timer), show in a dump with what they touched, and wake and
+/// finish. (Prints the touched sizes `docs/density.md` quotes.)
+#[test]
+fn the_smallest_stack_holds_every_kind_of_wait() {
+    with_timeout(60, || {
+        let rt = std::sync::Arc::new(Runtime::builder().workers(1).build().unwrap());
+        let small = || ActorBuilder::new().stack_size(smarm::MIN_STACK_SIZE);
+        let (tx, mut rx) = smarm::channel::<u32>();
+        let (mb_addr, on_mailbox) = small()
+            .name("mailbox")
+            .spawn_actor_on(&rt, |mut mb: Mailbox<u32>| mb.recv())
+            .unwrap();
+        let on_channel = small()
+            .name("channel")
+            .spawn_on(&rt, move || rx.recv().unwrap())
+            .unwrap();
+        let (gate, gate_rx) = smarm::oneshot::<u32>();
+        let on_join = small()
+            .name("join")
+            .spawn_on(&rt, move || {
+                let inner = small().spawn(move || gate_rx.recv().unwrap()).unwrap();
+                inner.join().unwrap()
+            })
+            .unwrap();
+        let (stop, mut stop_rx) = smarm::oneshot::<()>();
+        let on_timer = small()
+            .name("timer")
+            .spawn_on(&rt, move || {
+                // Sleeps in short steps until told to stop (bounded).
+                for _ in 0..60_000 {
+                    if stop_rx.try_recv().is_ok() {
+                        return 4;
+                    }
+                    smarm::sleep(std::time::Duration::from_millis(1));
+                }
+                panic!("never told to stop");
+            })
+            .unwrap();
+        let names = ["mailbox", "channel", "join", "timer"];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let touched = loop {
+            let d = rt.dump();
+            let parked: Vec<_> = names
+                .iter()
+                .filter_map(|n| {
+                    let a = d.actors.iter().find(|a| a.name.as_deref() == Some(n))?;
+                    let waiting =
+                        !matches!(a.state, smarm::ActorState::Running | smarm::ActorState::Runnable);
+                    waiting.then_some((*n, a.stack_size, a.stack_touched))
+                })
+                .collect();
+            if parked.len() == names.len() {
+                break parked;
+            }
+            assert!(std::time::Instant::now() < deadline, "not all parked: {d}");
+            std::thread::yield_now();
+        };
+        for (name, size, t) in &touched {
+            assert_eq!(*size, smarm::MIN_STACK_SIZE, "{name}");
+            eprintln!("parked on {name}: {t:?} bytes of {size} touched");
+            if let Some(t) = t {
+                assert!(*t <= *size, "{name}: {t} > {size}");
+            }
+        }
+        mb_addr.send(1).unwrap();
+        tx.send(2).unwrap();
+        gate.send(3).unwrap();
+        stop.send(()).unwrap();
+        let got = [
+            on_mailbox.join().unwrap(),
+            on_channel.join().unwrap(),
+            on_join.join().unwrap(),
+            on_timer.join().unwrap(),
+        ];
+        assert_eq!(got, [1, 2, 3, 4]);
+    });
+}

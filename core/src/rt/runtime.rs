@@ -548,6 +548,39 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
     }
 }
 
+/// [`ActorBuilder`](crate::ActorBuilder)'s spawns from any thread (here, in
+/// the runtime's layer, since they name the runtime).
+impl<P: Platform> crate::spawn::ActorBuilder<P> {
+    /// Spawns on `rt` from any thread (queued, as
+    /// [`Runtime::try_spawn`]).
+    pub fn spawn_on<Q, F, T>(self, rt: &Runtime<P, Q>, f: F) -> Result<JoinHandle<T, P>, SpawnError>
+    where
+        Q: RunQueue<P>,
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let stack = self.checked_stack()?;
+        rt.spawn_from_builder(self.name, stack, f)
+    }
+
+    /// [`spawn_on`](Self::spawn_on) of an actor with a mailbox.
+    #[allow(clippy::type_complexity)]
+    pub fn spawn_actor_on<Q, M, F, T>(
+        self,
+        rt: &Runtime<P, Q>,
+        f: F,
+    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
+    where
+        Q: RunQueue<P>,
+        M: Send + 'static,
+        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let stack = self.checked_stack()?;
+        rt.spawn_actor_from_builder(self.name, stack, f)
+    }
+}
+
 impl<P: Platform, Q: RunQueue<P>> Drop for Runtime<P, Q> {
     fn drop(&mut self) {
         if !self.threads.is_empty() || !self.shared.core.shutdown.load(Ordering::SeqCst) {

@@ -1,5 +1,6 @@
 //! [`ActorBuilder`]: one spawn with options (a name, a stack size), like
-//! `std::thread::Builder`.
+//! `std::thread::Builder`. Its spawns onto a `Runtime` from any thread
+//! (`spawn_on`, `spawn_actor_on`) are in the runtime's layer (`rt`).
 
 use alloc::sync::Arc;
 use core::marker::PhantomData;
@@ -7,8 +8,6 @@ use core::marker::PhantomData;
 use super::join::JoinHandle;
 use super::{spawn_actor_with, spawn_with, Origin};
 use crate::msg::mailbox::{Addr, Mailbox};
-use crate::rt::runtime::Runtime;
-use crate::sched::queue::RunQueue;
 use crate::seam::error::{SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
 use crate::seam::platform::Platform;
 
@@ -43,8 +42,8 @@ use crate::seam::platform::Platform;
 /// assert!(matches!(err, SpawnError::StackSize { requested: 100, .. }));
 /// ```
 pub struct ActorBuilder<P: Platform> {
-    name: Option<Arc<str>>,
-    stack_size: Option<usize>,
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) stack_size: Option<usize>,
     _p: PhantomData<fn() -> P>,
 }
 
@@ -88,7 +87,8 @@ impl<P: Platform> ActorBuilder<P> {
         self
     }
 
-    fn checked_stack(&self) -> Result<Option<usize>, SpawnError> {
+    /// The stack size, checked against the bounds.
+    pub(crate) fn checked_stack(&self) -> Result<Option<usize>, SpawnError> {
         match self.stack_size {
             Some(b) if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&b) => Err(SpawnError::StackSize {
                 requested: b,
@@ -123,34 +123,5 @@ impl<P: Platform> ActorBuilder<P> {
     {
         let stack = self.checked_stack()?;
         spawn_actor_with::<P, M, F, T>(Origin::Here, self.name, stack, f)
-    }
-
-    /// Spawns on `rt` from any thread (queued, as
-    /// [`Runtime::try_spawn`]).
-    pub fn spawn_on<Q, F, T>(self, rt: &Runtime<P, Q>, f: F) -> Result<JoinHandle<T, P>, SpawnError>
-    where
-        Q: RunQueue<P>,
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let stack = self.checked_stack()?;
-        rt.spawn_from_builder(self.name, stack, f)
-    }
-
-    /// [`spawn_on`](Self::spawn_on) of an actor with a mailbox.
-    #[allow(clippy::type_complexity)]
-    pub fn spawn_actor_on<Q, M, F, T>(
-        self,
-        rt: &Runtime<P, Q>,
-        f: F,
-    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
-    where
-        Q: RunQueue<P>,
-        M: Send + 'static,
-        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let stack = self.checked_stack()?;
-        rt.spawn_actor_from_builder(self.name, stack, f)
     }
 }

@@ -13,13 +13,24 @@
 //!   across processes. Available since Linux 2.6.25.
 //! - The raw lock: core's three-state futex lock (no pthread mutex, never
 //!   recursive).
-//! - Stacks: `mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE|MAP_STACK)`
-//!   then `mprotect(PROT_NONE)` on the lowest page as the guard. Each
-//!   guarded stack costs two entries of `vm.max_map_count` (65530 by
-//!   default); an ENOMEM is reported as `StackError::OutOfMaps` with that
-//!   advice. `MAP_GROWSDOWN` is rejected: the kernel's stack-guard gap logic
-//!   makes it fragile and it buys nothing for fixed-size stacks. The mapping
-//!   is shared with Darwin (`smarm_unix::stack`); the cap on mapped stacks
+//! - Stacks, on Linux 6.13 and later: slots of a few large
+//!   `mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE|MAP_STACK)`
+//!   reservations per stack size, each slot's lowest page made a guard
+//!   region with `madvise(MADV_GUARD_INSTALL)`, which faults like
+//!   `PROT_NONE` without splitting the mapping (a million guarded stacks
+//!   take a few dozen map entries); freed slots' pages are released with
+//!   `MADV_DONTNEED` in batches (`slab.rs`). The kernel's support is probed
+//!   at the first stack (the advice must succeed and the kernel must then
+//!   refuse a `write(2)` from the page: emulators that acknowledge unknown
+//!   advice fail that).
+//! - Stacks otherwise (older kernels, emulators, `SMARM_STACK_GUARD=mapping`):
+//!   one such mapping per stack, then `mprotect(PROT_NONE)` on its lowest
+//!   page as the guard. Each guarded stack costs two entries of
+//!   `vm.max_map_count` (65530 by default); an ENOMEM is reported as
+//!   `StackError::OutOfMaps` with that advice. `MAP_GROWSDOWN` is rejected:
+//!   the kernel's stack-guard gap logic makes it fragile and it buys
+//!   nothing for fixed-size stacks. The mapping is shared with Darwin
+//!   (`smarm_unix::stack`); the cap on mapped stacks
 //!   (`StackError::MapReserve`) is this port's.
 //! - Threads: `std::thread` (pthreads), with a small OS stack since actors
 //!   run on their own stacks (`smarm_unix::thread`, shared with Darwin).
@@ -37,7 +48,7 @@
 //!   (llvm#98479) when an actor migrates between workers.
 //!
 //! What this crate holds itself is what differs from Darwin: the futex,
-//! the clock, the cap on mapped stacks. Everything else POSIX is
+//! the clock, the slab stacks, the cap on mapped stacks. Everything else POSIX is
 //! `smarm-unix`'s.
 #![cfg(target_os = "linux")]
 // README's examples run as doctests here, so README stays true.
@@ -131,8 +142,10 @@ smarm_unix::current_worker_slot!();
 
 // SAFETY: `current_worker` returns what this thread last stored (a plain
 // thread-local) and is `#[inline(never)]`, so it is an opaque call at every
-// use; stacks are mapped with a PROT_NONE guard page below the usable range
-// and unmapped whole; `catch_unwind` is std's; `now_ns` is CLOCK_MONOTONIC,
+// use; every stack has a guard page below its usable range (a guard region
+// in a slab, or PROT_NONE in a mapping of its own), is never handed out
+// twice at once, and is freed by the path that made it (the mode is fixed
+// for the process at the first stack); `catch_unwind` is std's; `now_ns` is CLOCK_MONOTONIC,
 // the futex deadline's clock.
 unsafe impl Platform for Linux {
     type Arch = HostArch;
