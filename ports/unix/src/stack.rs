@@ -42,10 +42,12 @@ pub enum StackGuard {
 pub const STACK_GUARD_ENV: &str = "SMARM_STACK_GUARD";
 
 /// Flags of every mapping this crate makes (actor stacks and the alternate
-/// signal stacks of `fault`).
+/// signal stacks of `fault`) and of the Linux port's stack slabs.
 #[cfg(target_os = "linux")]
 pub const MAP_FLAGS: libc::c_int =
     libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
+/// Flags of every mapping this crate makes (actor stacks and the alternate
+/// signal stacks of `fault`).
 #[cfg(not(target_os = "linux"))]
 pub const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANON;
 
