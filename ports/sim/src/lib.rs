@@ -79,11 +79,15 @@ cfg_if::cfg_if! {
         /// outside threads' futex).
         pub type Host = smarm_linux::Linux;
         type HostArch = smarm_linux::HostArch;
+        /// The host's stacks, so the host's guards (`stack_guard()`).
+        pub use smarm_linux::{stack_guard, StackGuard, STACK_GUARD_ENV};
     } else {
         /// The host port the simulation runs on (stacks, unwinding, the
         /// outside threads' futex).
         pub type Host = smarm_darwin::Darwin;
         type HostArch = smarm_darwin::HostArch;
+        /// The host's stacks, so the host's guards (`stack_guard()`).
+        pub use smarm_darwin::{stack_guard, StackGuard, STACK_GUARD_ENV};
     }
 }
 
