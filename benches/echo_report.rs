@@ -164,13 +164,7 @@ fn latency_rows(d: Duration) {
 
 /// This process's resident set (KiB).
 fn rss_kib() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    pages * (<smarm_benches::Host as smarm_core::Platform>::page_size() as u64 / 1024)
+    smarm_benches::rss_bytes() / 1024
 }
 
 /// The client side, in its own process: `n` connections to `addr`, held

@@ -275,3 +275,15 @@ pub fn smarm_echo_pairs(conns: usize) -> Vec<smarm::net::TcpStream> {
         })
         .collect()
 }
+
+/// This process's resident set in bytes, from `/proc/self/statm` (0 where
+/// there is none: the RSS reports are Linux only).
+pub fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * <Host as Platform>::page_size() as u64
+}

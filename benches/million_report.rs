@@ -22,17 +22,6 @@ use std::time::{Duration, Instant};
 use smarm_benches::smarm::{self, Mailbox};
 use smarm_benches::{port_name, smarm_rt, worker_counts};
 
-/// This process's resident set in bytes.
-fn rss() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    pages * <smarm_benches::Host as smarm_core::Platform>::page_size() as u64
-}
-
 /// One side's figures: seconds to spawn and park, RSS bytes per parked
 /// one, seconds to wake and join.
 struct Row {
@@ -61,7 +50,7 @@ fn smarm_side(workers: usize, n: usize) -> Row {
     let rt = smarm_rt(workers);
     // Warm the runtime (first slab, worker threads) outside the count.
     rt.block_on(|| smarm::spawn(|| ()).join().expect("warm-up"));
-    let before = rss();
+    let before = smarm_benches::rss_bytes();
     rt.block_on(move || {
         let t = Instant::now();
         // Work-first: each child runs to its `recv` before the loop goes
@@ -70,7 +59,7 @@ fn smarm_side(workers: usize, n: usize) -> Row {
             .map(|i| smarm::spawn_actor(move |mut mb: Mailbox<u64>| mb.recv() + i as u64))
             .collect();
         let spawn = t.elapsed().as_secs_f64();
-        let per = rss().saturating_sub(before) as f64 / n as f64;
+        let per = smarm_benches::rss_bytes().saturating_sub(before) as f64 / n as f64;
         let t = Instant::now();
         let mut sum = 0;
         for (a, h) in live {
@@ -89,7 +78,7 @@ fn smarm_side(workers: usize, n: usize) -> Row {
 fn tokio_side(workers: usize, n: usize) -> Row {
     let tk = tokio_side::tokio_rt(workers);
     tk.block_on(async { tokio::spawn(async {}).await.expect("warm-up") });
-    let before = rss();
+    let before = smarm_benches::rss_bytes();
     tokio_side::in_task(&tk, async move {
         let parked = Arc::new(AtomicUsize::new(0));
         let t = Instant::now();
@@ -113,7 +102,7 @@ fn tokio_side(workers: usize, n: usize) -> Row {
             tokio::task::yield_now().await;
         }
         let spawn = t.elapsed().as_secs_f64();
-        let per = rss().saturating_sub(before) as f64 / n as f64;
+        let per = smarm_benches::rss_bytes().saturating_sub(before) as f64 / n as f64;
         let t = Instant::now();
         let mut sum = 0;
         for (tx, h) in live {

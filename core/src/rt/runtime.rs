@@ -300,7 +300,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.spawn_with_id(None, |_| f)
+        self.spawn_with_id(None, None, |_| f)
     }
 
     /// [`spawn`](Self::spawn) with a name (shown in join errors, `Down`
@@ -310,7 +310,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        match self.spawn_with_id(Some(Arc::from(name)), |_| f) {
+        match self.spawn_with_id(Some(Arc::from(name)), None, |_| f) {
             Ok(h) => h,
             Err(e) => panic!("{e}"),
         }
@@ -341,39 +341,11 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         self.spawn_actor_inner(None, None, f)
     }
 
-    /// [`ActorBuilder::spawn_actor_on`](crate::ActorBuilder::spawn_actor_on).
+    /// Spawns an actor with a mailbox on this runtime, named and with a
+    /// stack size if given (every `spawn_actor*` method, and
+    /// [`ActorBuilder::spawn_actor_on`](crate::ActorBuilder::spawn_actor_on)).
     #[allow(clippy::type_complexity)]
-    pub(crate) fn spawn_actor_from_builder<M, F, T>(
-        &self,
-        name: Option<Arc<str>>,
-        stack: Option<usize>,
-        f: F,
-    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
-    where
-        M: Send + 'static,
-        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        self.spawn_actor_inner(name, stack, f)
-    }
-
-    /// [`ActorBuilder::spawn_on`](crate::ActorBuilder::spawn_on).
-    pub(crate) fn spawn_from_builder<F, T>(
-        &self,
-        name: Option<Arc<str>>,
-        stack: Option<usize>,
-        f: F,
-    ) -> Result<JoinHandle<T, P>, SpawnError>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let push = |a| self.shared.push_outside(a);
-        spawn_with(Origin::Outside(&self.shared.core, &push), name, stack, |_| f)
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn spawn_actor_inner<M, F, T>(
+    pub(crate) fn spawn_actor_inner<M, F, T>(
         &self,
         name: Option<Arc<str>>,
         stack: Option<usize>,
@@ -402,9 +374,13 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         }
     }
 
-    fn spawn_with_id<F, T>(
+    /// Spawns on this runtime, named and with a stack size if given (every
+    /// `spawn*` method, and
+    /// [`ActorBuilder::spawn_on`](crate::ActorBuilder::spawn_on)).
+    pub(crate) fn spawn_with_id<F, T>(
         &self,
         name: Option<Arc<str>>,
+        stack: Option<usize>,
         build: impl FnOnce(&Arc<crate::actor::life::Life>) -> F,
     ) -> Result<JoinHandle<T, P>, SpawnError>
     where
@@ -412,7 +388,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         T: Send + 'static,
     {
         let push = |a| self.shared.push_outside(a);
-        spawn_with(Origin::Outside(&self.shared.core, &push), name, None, build)
+        spawn_with(Origin::Outside(&self.shared.core, &push), name, stack, build)
     }
 
     /// [`try_spawn`](Self::try_spawn), panicking with the error's message
@@ -560,7 +536,7 @@ impl<P: Platform> crate::spawn::ActorBuilder<P> {
         T: Send + 'static,
     {
         let stack = self.checked_stack()?;
-        rt.spawn_from_builder(self.name, stack, f)
+        rt.spawn_with_id(self.name, stack, |_| f)
     }
 
     /// [`spawn_on`](Self::spawn_on) of an actor with a mailbox.
@@ -577,7 +553,7 @@ impl<P: Platform> crate::spawn::ActorBuilder<P> {
         T: Send + 'static,
     {
         let stack = self.checked_stack()?;
-        rt.spawn_actor_from_builder(self.name, stack, f)
+        rt.spawn_actor_inner(self.name, stack, f)
     }
 }
 
