@@ -106,12 +106,19 @@ impl fmt::Display for BuildError {
                 "a zero timeslice would yield at every safe point; use timeslice(None) to turn them off",
             ),
             BuildError::ZeroLongHold => f.write_str("the long-hold bound must be above zero"),
-            BuildError::Thread(e) => write!(f, "starting a worker thread failed: {}", e.message),
+            BuildError::Thread(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl core::error::Error for BuildError {}
+impl core::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            BuildError::Thread(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Why an actor could not be spawned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +167,14 @@ impl fmt::Display for SpawnError {
     }
 }
 
-impl core::error::Error for SpawnError {}
+impl core::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            SpawnError::Stack(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A send whose receiver is gone — the actor exited (its mailbox closed) or
 /// the channel's receiver was dropped. The value comes back, never lost.
@@ -190,3 +204,39 @@ impl<T> fmt::Display for SendError<T> {
 }
 
 impl<T> core::error::Error for SendError<T> {}
+
+#[cfg(test)]
+mod tests {
+    use alloc::boxed::Box;
+    use alloc::string::{String, ToString};
+    use core::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn every_error_is_a_std_error_with_its_cause() {
+        let stack = StackError::OutOfMaps { errno: 12 };
+        let thread = ThreadError {
+            message: String::from("Resource temporarily unavailable"),
+        };
+        let boxed: [Box<dyn Error>; 2] = [Box::new(stack), Box::new(thread.clone())];
+        assert!(boxed[0].to_string().contains("vm.max_map_count"), "{}", boxed[0]);
+        assert_eq!(
+            boxed[1].to_string(),
+            "starting a worker thread failed: Resource temporarily unavailable"
+        );
+        // The wrapping errors name their cause as `source`, so error
+        // reporters (anyhow, eyre) print the chain.
+        let spawn = SpawnError::Stack(stack);
+        let cause = spawn.source().expect("a stack error's source");
+        assert_eq!(cause.to_string(), stack.to_string());
+        assert!(SpawnError::NoRuntime.source().is_none());
+        let build = BuildError::Thread(thread);
+        assert_eq!(
+            build.source().map(|e| e.to_string()),
+            Some(build.to_string()),
+            "the build error says what its cause says"
+        );
+        assert!(BuildError::ZeroWorkers.source().is_none());
+    }
+}

@@ -152,12 +152,22 @@ impl fmt::Display for StackError {
     }
 }
 
+impl core::error::Error for StackError {}
+
 /// Why a worker thread could not be started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadError {
     /// What the OS said.
     pub message: String,
 }
+
+impl fmt::Display for ThreadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "starting a worker thread failed: {}", self.message)
+    }
+}
+
+impl core::error::Error for ThreadError {}
 
 /// A panic payload caught at an actor's edge.
 pub type PanicPayload = Box<dyn Any + Send + 'static>;
