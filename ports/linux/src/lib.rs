@@ -48,8 +48,8 @@
 //!   (llvm#98479) when an actor migrates between workers.
 //!
 //! What this crate holds itself is what differs from Darwin: the futex,
-//! the clock, the slab stacks, the cap on mapped stacks. Everything else POSIX is
-//! `smarm-unix`'s.
+//! the clock, the slab stacks, the cap on mapped stacks. Everything else
+//! POSIX is `smarm-unix`'s.
 #![cfg(target_os = "linux")]
 // README's examples run as doctests here, so README stays true.
 #![doc = include_str!("../../../README.md")]
@@ -145,8 +145,8 @@ smarm_unix::current_worker_slot!();
 // use; every stack has a guard page below its usable range (a guard region
 // in a slab, or PROT_NONE in a mapping of its own), is never handed out
 // twice at once, and is freed by the path that made it (the mode is fixed
-// for the process at the first stack); `catch_unwind` is std's; `now_ns` is CLOCK_MONOTONIC,
-// the futex deadline's clock.
+// for the process at the first stack); `catch_unwind` is std's; `now_ns`
+// is CLOCK_MONOTONIC, the futex deadline's clock.
 unsafe impl Platform for Linux {
     type Arch = HostArch;
     type Lock = FutexLock<Linux>;
