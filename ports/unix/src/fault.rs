@@ -21,7 +21,7 @@
 //!   (`mmap`, [`ALT_STACK_SIZE`] usable bytes above a `PROT_NONE` guard page,
 //!   two map entries per worker thread), set when the thread starts and
 //!   replaced by the thread's previous one (std's, for a std thread) when
-//!   it ends. The first word of its usable range holds [`ALT_MAGIC`]: the
+//!   it ends. The first word of its usable range holds `ALT_MAGIC`: the
 //!   handler asks `sigaltstack` which stack it runs on and trusts the
 //!   thread's current-worker slot only on one of ours (the slot is a
 //!   thread-local, and a first touch of a thread-local in a signal handler

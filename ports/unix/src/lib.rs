@@ -13,7 +13,7 @@
 //!   alternate signal stack), the CPU count, and the current-worker slot.
 //! - [`io`] and [`net`]: descriptors and sockets whose blocking calls park
 //!   the calling actor on the runtime's poller (std's names).
-//! - [`panic`]: the panic hook that names the panicking actor.
+//! - [`panic`](mod@panic): the panic hook that names the panicking actor.
 //! - [`yield_thread`] (`sched_yield`) and [`abort`] (print, then abort).
 //!
 //! The ports keep only what differs: the wait/wake word (futex vs
