@@ -12,6 +12,7 @@ use crate::seam::platform::PanicPayload;
 
 /// How an actor ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExitReason {
     /// Its closure returned.
     Normal,
@@ -71,6 +72,7 @@ pub struct Killed;
 
 /// Why [`JoinHandle::join`](crate::JoinHandle::join) has no value to give.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JoinError {
     /// The actor panicked; the panic's message (or a placeholder when the
     /// payload was not a string).

@@ -21,6 +21,7 @@ use crate::sync::Ordering;
 
 /// What an actor is doing, as a dump sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ActorState {
     /// On a worker right now.
     Running,

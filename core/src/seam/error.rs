@@ -24,6 +24,7 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 24;
 
 /// Why a runtime could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BuildError {
     /// `workers(0)`: a runtime needs at least one worker thread.
     ZeroWorkers,
@@ -117,6 +118,7 @@ impl core::error::Error for BuildError {}
 
 /// Why an actor could not be spawned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SpawnError {
     /// No stack could be mapped (see [`StackError`] for the usual cause,
     /// `vm.max_map_count`, and how to raise it).

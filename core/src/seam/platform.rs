@@ -101,6 +101,7 @@ impl RawStack {
 
 /// Why a stack could not be mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StackError {
     /// The OS refused the mapping for lack of memory or of map entries. On
     /// Linux every guarded stack costs two entries of `vm.max_map_count`

@@ -46,6 +46,7 @@ use crate::seam::platform::Platform;
 
 /// Which children a restart takes along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Strategy {
     /// Only the child that ended.
     OneForOne,
@@ -57,6 +58,7 @@ pub enum Strategy {
 
 /// When a child is restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Restart {
     /// After any exit.
     Permanent,
@@ -109,6 +111,7 @@ impl<P: Platform> ChildSpec<P> {
 
 /// What a supervisor reports on its event channel (if given), in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SupervisorEvent {
     /// A child was started (first start or restart).
     Started {
