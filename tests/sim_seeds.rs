@@ -281,6 +281,55 @@ fn timed_receives_race_messages_without_loss() {
 }
 
 #[test]
+fn timed_selective_receives_race_messages_without_loss() {
+    with_timeout(300, || {
+        let total_timeouts = AtomicU64::new(0);
+        sim::check(SEEDS, |seed| {
+            let rt = Runtime::builder().workers(2).build().unwrap();
+            let (evens, odds, timeouts) = rt.block_on(move || {
+                let (addr, h) = sim::spawn_actor(|mut mb: Mailbox<u32>| {
+                    let (mut evens, mut timeouts) = (Vec::new(), 0u32);
+                    // Evens first, by selective receive with a timeout;
+                    // the odds that come meanwhile must wait, in order.
+                    while evens.len() < 20 {
+                        match mb.recv_matching_timeout(Duration::from_micros(30), |v| v % 2 == 0) {
+                            Some(v) => evens.push(v),
+                            None => timeouts += 1,
+                        }
+                    }
+                    let odds: Vec<u32> = (0..20).map(|_| mb.recv()).collect();
+                    (evens, odds, timeouts)
+                });
+                sim::spawn(move || {
+                    for k in 0..40u32 {
+                        addr.send(k).unwrap();
+                        // Gaps of 0 to 60 us of virtual time: some receives
+                        // time out, some race the send.
+                        sim::sleep(Duration::from_micros(u64::from(k * 7 % 61)));
+                    }
+                });
+                h.join().unwrap()
+            });
+            assert_eq!(
+                evens,
+                (0..20).map(|k| 2 * k).collect::<Vec<_>>(),
+                "seed {seed}: a match lost, duplicated or reordered"
+            );
+            assert_eq!(
+                odds,
+                (0..20).map(|k| 2 * k + 1).collect::<Vec<_>>(),
+                "seed {seed}: a skipped message lost or reordered"
+            );
+            total_timeouts.fetch_add(u64::from(timeouts), Ordering::SeqCst);
+        });
+        assert!(
+            total_timeouts.load(Ordering::SeqCst) > 0,
+            "no selective receive ever timed out"
+        );
+    });
+}
+
+#[test]
 fn sleepers_wake_in_deadline_order_in_virtual_time() {
     with_timeout(120, || {
         let reports = sim::check(SEEDS, |seed| {

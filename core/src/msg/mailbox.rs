@@ -459,6 +459,40 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         }
     }
 
+    /// Selective receive with a timeout (Erlang's `receive ... after`):
+    /// the first message matching `pred`, waiting at most `timeout`;
+    /// `None` if none came. Messages that do not match stay in the mailbox
+    /// in arrival order, whether it returns a match or times out; a match
+    /// that arrives together with the deadline is returned, not lost (as
+    /// for [`recv_timeout`](Self::recv_timeout)).
+    ///
+    /// ```ignore
+    /// enum Msg { Reply(u64, String), Other(u32) }
+    /// // Wait 50 ms for the reply to request 7; other messages wait their turn.
+    /// match mb.recv_matching_timeout(Duration::from_millis(50), |m| matches!(m, Msg::Reply(7, _))) {
+    ///     Some(Msg::Reply(_, body)) => println!("{body}"),
+    ///     _ => println!("no reply in time"),
+    /// }
+    /// ```
+    pub fn recv_matching_timeout(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&M) -> bool,
+    ) -> Option<M> {
+        let deadline_ns = sched::deadline_after::<P>(timeout);
+        sched::safe_point::<P>();
+        loop {
+            if let Some(m) = self.try_recv_matching(&mut pred) {
+                return Some(m);
+            }
+            if P::now_ns() >= deadline_ns || sched::unwinding::<P>() {
+                self.withdraw();
+                return self.try_recv_matching(&mut pred);
+            }
+            self.wait(Some(deadline_ns));
+        }
+    }
+
     /// Loom models only: makes the latest store to the state word a SeqCst
     /// one, as it always is in a running system (loom does not count an
     /// atomic's initial value as a SeqCst store, which breaks SeqCst-based

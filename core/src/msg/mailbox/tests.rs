@@ -2,8 +2,8 @@
 //! (asm-free: Miri runs these, with small counts). A detached mailbox has
 //! no actor, so its receiver takes the thread-waiter path (`Waiter::Thread`:
 //! register, re-check, futex-wait, withdraw); senders are threads too.
-//! Covered: FIFO, selective receive and the save queue, blocking and timed
-//! receives, a timer's poke, close (dropping the mailbox) against dropping
+//! Covered: FIFO, selective receive and the save queue (also timed),
+//! blocking and timed receives, a timer's poke, close (dropping the mailbox) against dropping
 //! the addresses, and close racing senders, with every message dropped
 //! exactly once.
 
@@ -58,6 +58,38 @@ fn selective_receive_keeps_the_others_in_order() {
     let rest: Vec<u64> = core::iter::from_fn(|| mb.try_recv()).collect();
     assert_eq!(rest, [0, 2, 4, 5], "arrival order kept");
     assert_eq!(mb.saved(), 0);
+}
+
+#[test]
+fn selective_receive_with_a_timeout() {
+    with_timeout(SECS, || {
+        let (mut mb, addr) = detached::<u64, P>();
+        for i in [1, 2, 3] {
+            addr.send(i).unwrap();
+        }
+        // No match: it times out and loses nothing.
+        assert_eq!(
+            mb.recv_matching_timeout(Duration::from_millis(2), |&m| m >= 10),
+            None
+        );
+        assert_eq!(mb.saved(), 3);
+        // A match already here is taken at once, even with no time left.
+        assert_eq!(mb.recv_matching_timeout(Duration::ZERO, |&m| m == 2), Some(2));
+        // A match that comes while it waits ends the wait; the others
+        // that came meanwhile are saved behind the earlier ones.
+        let h = thread::spawn(move || {
+            let got = mb.recv_matching_timeout(LONG, |&m| m == 20);
+            let rest: Vec<u64> = core::iter::from_fn(|| mb.try_recv()).collect();
+            (got, rest)
+        });
+        // (20 last: everything sent is in the mailbox when it matches.)
+        addr.send(10).unwrap();
+        addr.send(30).unwrap();
+        addr.send(20).unwrap();
+        let (got, rest) = h.join().unwrap();
+        assert_eq!(got, Some(20));
+        assert_eq!(rest, [1, 3, 10, 30], "arrival order kept");
+    });
 }
 
 #[test]
