@@ -330,6 +330,42 @@ fn timed_selective_receives_race_messages_without_loss() {
 }
 
 #[test]
+fn a_name_is_free_once_its_holders_exit_is_heard() {
+    // The holder is monitored before it registers, so its exit hooks run
+    // the monitor's (the `Down`) before the one that unbinds the name: a
+    // watcher on the other worker that registers as soon as it hears must
+    // still find the name free, on every schedule.
+    with_timeout(300, || {
+        sim::check(SEEDS, |seed| {
+            let rt = Runtime::builder().workers(2).build().unwrap();
+            rt.block_on(move || {
+                let (a, ha) = sim::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
+                let down = ha.actor_ref().monitor();
+                sim::register("svc", &a).unwrap();
+                let watcher = sim::spawn(move || {
+                    let (b, hb) = sim::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
+                    down.recv().expect("a Down notice");
+                    let r = sim::register("svc", &b);
+                    let found = sim::whereis::<()>("svc").map(|x| x.id());
+                    b.send(()).unwrap();
+                    hb.join().unwrap();
+                    (r, found, b.id())
+                });
+                a.send(()).unwrap();
+                ha.join().unwrap();
+                let (r, found, b) = watcher.join().unwrap();
+                assert_eq!(r, Ok(()), "seed {seed}: the name was still taken after the Down");
+                assert_eq!(found, Some(b), "seed {seed}");
+                assert!(
+                    sim::whereis::<()>("svc").is_none(),
+                    "seed {seed}: bound to the dead"
+                );
+            });
+        });
+    });
+}
+
+#[test]
 fn sleepers_wake_in_deadline_order_in_virtual_time() {
     with_timeout(120, || {
         let reports = sim::check(SEEDS, |seed| {

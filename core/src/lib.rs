@@ -86,7 +86,7 @@ pub use sched::{
 };
 pub use seam::arch::{Arch, EntryFn};
 pub use seam::error::{
-    BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
+    BuildError, RegisterError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
 };
 pub use seam::platform::{
     DescribePanic, Futex, PanicPayload, Platform, RawLock, RawStack, StackError, ThreadError,
@@ -97,6 +97,7 @@ pub use spawn::{
     try_spawn_named, ActorBuilder,
 };
 pub use supervise::link::{current, link, trap_exits_into, Monitor};
+pub use supervise::names;
 
 /// Exports the user-facing API for one platform: type aliases with the
 /// platform filled in and free functions that call core's. Each port crate
@@ -163,7 +164,7 @@ macro_rules! port_api {
             SendError,
         };
         pub use $crate::{
-            ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
+            RegisterError, ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
             MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
         };
 
@@ -344,6 +345,29 @@ macro_rules! port_api {
         /// kills the other, unless it traps exits. `false` off actors.
         pub fn link(other: &ActorRef) -> bool {
             $crate::link::<$platform>(other)
+        }
+
+        /// Binds `name` to `addr`'s actor in this actor's runtime until the
+        /// actor exits (Erlang's `register`; see
+        /// [`smarm_core::names`]). On plain threads: `Runtime::register`.
+        pub fn register<M: Send + 'static>(name: &str, addr: &Addr<M>) -> Result<(), RegisterError> {
+            $crate::names::register::<M, $platform>(name, addr)
+        }
+
+        /// The address registered as `name` in this actor's runtime, if a
+        /// live actor holds it with message type `M` (Erlang's `whereis`).
+        pub fn whereis<M: Send + 'static>(name: &str) -> Option<Addr<M>> {
+            $crate::names::whereis::<M, $platform>(name)
+        }
+
+        /// Unbinds `name` in this actor's runtime; whether it was bound.
+        pub fn unregister(name: &str) -> bool {
+            $crate::names::unregister::<$platform>(name)
+        }
+
+        /// Every registered name in this actor's runtime, sorted.
+        pub fn registered() -> ::std::vec::Vec<::std::sync::Arc<str>> {
+            $crate::names::registered::<$platform>()
         }
 
         /// The calling actor traps exits: a linked actor's abnormal exit

@@ -116,6 +116,7 @@ impl ExitHooks {
         // SAFETY: written above, never again.
         let down = unsafe { (*self.down.get()).as_ref() }.expect("stored above");
         for h in hooks.into_iter().rev() {
+            crate::seam::failpoint::hit(crate::seam::failpoint::Site::ExitHook);
             h(down);
         }
     }

@@ -224,6 +224,11 @@ impl<M, P: Platform> WeakAddr<M, P> {
 }
 
 impl<M, P: Platform> Addr<M, P> {
+    /// The receiving actor's `Life` (its id, exit hooks).
+    pub(crate) fn life(&self) -> &Arc<Life> {
+        &self.shared.life
+    }
+
     /// A weak copy of this address.
     pub(crate) fn downgrade(&self) -> WeakAddr<M, P> {
         WeakAddr {
@@ -433,66 +438,6 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         self.shared.withdraw();
     }
 
-    /// The first message matching `pred` (saved messages first, then new
-    /// arrivals), if any is here now; the others keep their order.
-    pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Option<M> {
-        if let Some(i) = self.save.iter().position(&mut pred) {
-            return self.save.remove(i);
-        }
-        while let Some(m) = self.pop() {
-            if pred(&m) {
-                return Some(m);
-            }
-            self.save.push_back(m);
-        }
-        None
-    }
-
-    /// Selective receive: waits for the first message matching `pred`,
-    /// leaving the others in the mailbox in arrival order.
-    pub fn recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> M {
-        loop {
-            if let Some(m) = self.try_recv_matching(&mut pred) {
-                return m;
-            }
-            self.wait(None);
-        }
-    }
-
-    /// Selective receive with a timeout (Erlang's `receive ... after`):
-    /// the first message matching `pred`, waiting at most `timeout`;
-    /// `None` if none came. Messages that do not match stay in the mailbox
-    /// in arrival order, whether it returns a match or times out; a match
-    /// that arrives together with the deadline is returned, not lost (as
-    /// for [`recv_timeout`](Self::recv_timeout)).
-    ///
-    /// ```ignore
-    /// enum Msg { Reply(u64, String), Other(u32) }
-    /// // Wait 50 ms for the reply to request 7; other messages wait their turn.
-    /// match mb.recv_matching_timeout(Duration::from_millis(50), |m| matches!(m, Msg::Reply(7, _))) {
-    ///     Some(Msg::Reply(_, body)) => println!("{body}"),
-    ///     _ => println!("no reply in time"),
-    /// }
-    /// ```
-    pub fn recv_matching_timeout(
-        &mut self,
-        timeout: Duration,
-        mut pred: impl FnMut(&M) -> bool,
-    ) -> Option<M> {
-        let deadline_ns = sched::deadline_after::<P>(timeout);
-        sched::safe_point::<P>();
-        loop {
-            if let Some(m) = self.try_recv_matching(&mut pred) {
-                return Some(m);
-            }
-            if P::now_ns() >= deadline_ns || sched::unwinding::<P>() {
-                self.withdraw();
-                return self.try_recv_matching(&mut pred);
-            }
-            self.wait(Some(deadline_ns));
-        }
-    }
-
     /// Loom models only: makes the latest store to the state word a SeqCst
     /// one, as it always is in a running system (loom does not count an
     /// atomic's initial value as a SeqCst store, which breaks SeqCst-based
@@ -500,11 +445,6 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     #[doc(hidden)]
     pub fn __warm_up(&self) {
         self.shared.state.store(IDLE, Ordering::SeqCst);
-    }
-
-    /// Messages in the save queue (skipped by selective receives).
-    pub fn saved(&self) -> usize {
-        self.save.len()
     }
 
     /// Parks the calling actor; with a deadline, a timer pokes the mailbox
@@ -622,5 +562,6 @@ impl<M, P: Platform> Drop for Mailbox<M, P> {
     }
 }
 
+mod select;
 #[cfg(test)]
 mod tests;

@@ -524,6 +524,35 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
     }
 }
 
+/// Registered names, from any thread ([`crate::names`]: Erlang's `register`).
+impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
+    /// Binds `name` to `addr`'s actor until it exits or is unregistered
+    /// (as the free `register`, from any thread).
+    pub fn register<M: Send + 'static>(
+        &self,
+        name: &str,
+        addr: &Addr<M, P>,
+    ) -> Result<(), crate::RegisterError> {
+        crate::supervise::names::register_in(&self.shared.core.names, name, addr)
+    }
+
+    /// The address registered as `name`, if a live actor holds it with
+    /// message type `M`.
+    pub fn whereis<M: Send + 'static>(&self, name: &str) -> Option<Addr<M, P>> {
+        crate::supervise::names::whereis_in(&self.shared.core.names, name)
+    }
+
+    /// Unbinds `name`; whether it was bound.
+    pub fn unregister(&self, name: &str) -> bool {
+        self.shared.core.names.remove(name)
+    }
+
+    /// Every registered name, sorted.
+    pub fn registered(&self) -> Vec<Arc<str>> {
+        self.shared.core.names.names()
+    }
+}
+
 /// [`ActorBuilder`](crate::ActorBuilder)'s spawns from any thread (here, in
 /// the runtime's layer, since they name the runtime).
 impl<P: Platform> crate::spawn::ActorBuilder<P> {

@@ -101,6 +101,7 @@ pub mod idle;
 pub mod io;
 pub mod local;
 mod monitor;
+pub(crate) mod names;
 pub mod overflow;
 pub mod queue;
 pub(crate) mod registry;
@@ -277,6 +278,8 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) sweeps: AtomicUsize,
     /// The IO driver, made at the first registration.
     pub(crate) io: IoSlot<P>,
+    /// Registered names (shared with the exit hooks that unbind them).
+    pub(crate) names: Arc<crate::sched::names::Names<P::Lock>>,
 }
 
 /// Where a runtime keeps its IO driver: null until the first registration,
@@ -428,6 +431,7 @@ impl<P: Platform> RtCore<P> {
                 .collect(),
             idle: Idle::with_kick(workers, Some(kick_driver::<P>)),
             io: IoSlot(crate::sync::AtomicPtr::new(ptr::null_mut())),
+            names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
                 .map(|_| WorkerShared {
                     run_next: Slot::new(),

@@ -166,6 +166,39 @@ impl fmt::Display for SpawnError {
 
 impl core::error::Error for SpawnError {}
 
+/// Why a name could not be registered (`register`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// Another live actor holds the name.
+    Taken {
+        /// The name.
+        name: alloc::sync::Arc<str>,
+    },
+    /// The actor has ended: a name is never bound to the dead.
+    NotAlive {
+        /// Its id.
+        id: u64,
+    },
+    /// The free function `register` was called outside any actor; use
+    /// `Runtime::register` from plain threads.
+    NoRuntime,
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegisterError::Taken { name } => write!(f, "the name {name:?} is registered to another actor"),
+            RegisterError::NotAlive { id } => write!(f, "actor {id} has ended: it cannot be registered"),
+            RegisterError::NoRuntime => {
+                f.write_str("register called outside an actor: use Runtime::register from plain threads")
+            }
+        }
+    }
+}
+
+impl core::error::Error for RegisterError {}
+
 /// A send whose receiver is gone — the actor exited (its mailbox closed) or
 /// the channel's receiver was dropped. The value comes back, never lost.
 #[derive(PartialEq, Eq, Clone, Copy)]

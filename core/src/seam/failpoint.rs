@@ -43,16 +43,22 @@ pub enum Site {
     /// CLOSED and draining what was queued: racing senders must fail or
     /// have their message dropped with the queue, never lost silently.
     MailboxClose,
+    /// Inside an actor's end, before each of its exit hooks runs (the
+    /// hooks are already closed to newcomers): whoever an earlier hook
+    /// told of the exit (a monitor, a linked actor) may act now, before the
+    /// later hooks ran.
+    ExitHook,
 }
 
 impl Site {
     /// Every site, for tests that count or filter.
-    pub const ALL: [Site; 5] = [
+    pub const ALL: [Site; 6] = [
         Site::RingClaimed,
         Site::BeforeParkCas,
         Site::AfterParkCas,
         Site::MailboxWaitCas,
         Site::MailboxClose,
+        Site::ExitHook,
     ];
 
     /// A short stable name ("ring.claimed", ...).
@@ -63,6 +69,7 @@ impl Site {
             Site::AfterParkCas => "park.after_cas",
             Site::MailboxWaitCas => "mailbox.wait_cas",
             Site::MailboxClose => "mailbox.close",
+            Site::ExitHook => "exit.hook",
         }
     }
 }

@@ -2,4 +2,5 @@
 //! the supervisors built on them ([`supervisor`]).
 
 pub mod link;
+pub mod names;
 pub mod supervisor;

@@ -156,7 +156,7 @@ impl Drop for Hogs {
 // -------------------------------------------------------------- failpoints
 
 /// Hits per failpoint site, by `Site as usize`.
-pub static HITS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+pub static HITS: [AtomicU64; Site::ALL.len()] = [const { AtomicU64::new(0) }; Site::ALL.len()];
 /// Hits that delayed (spun or yielded).
 pub static DELAYS: AtomicU64 = AtomicU64::new(0);
 
