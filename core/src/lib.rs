@@ -360,7 +360,7 @@ macro_rules! port_api {
             $crate::names::whereis::<M, $platform>(name)
         }
 
-        /// Unbinds `name` in this actor's runtime; whether it was bound.
+        /// Unbinds `name` in this actor's runtime; whether a live actor held it.
         pub fn unregister(name: &str) -> bool {
             $crate::names::unregister::<$platform>(name)
         }

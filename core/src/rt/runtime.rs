@@ -542,7 +542,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         crate::supervise::names::whereis_in(&self.shared.core.names, name)
     }
 
-    /// Unbinds `name`; whether it was bound.
+    /// Unbinds `name`; whether a live actor held it.
     pub fn unregister(&self, name: &str) -> bool {
         self.shared.core.names.remove(name)
     }

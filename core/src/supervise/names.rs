@@ -106,7 +106,7 @@ pub fn whereis<M: Send + 'static, P: Platform>(name: &str) -> Option<Addr<M, P>>
     whereis_in(&*here::<P>()?, name)
 }
 
-/// Unbinds `name` in the calling actor's runtime; whether it was bound.
+/// Unbinds `name` in the calling actor's runtime; whether a live actor held it.
 pub fn unregister<P: Platform>(name: &str) -> bool {
     here::<P>().is_some_and(|n| n.remove(name))
 }
