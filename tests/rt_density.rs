@@ -177,12 +177,9 @@ const BUDGET_PER_ACTOR: usize = 12 * 1024;
 fn trim_heap() {
     #[cfg(target_env = "gnu")]
     {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> libc::c_int;
-        }
         // SAFETY: malloc_trim has no preconditions; it only releases free
         // memory.
-        unsafe { malloc_trim(0) };
+        unsafe { libc::malloc_trim(0) };
     }
 }
 
@@ -341,19 +338,10 @@ fn the_smallest_stack_holds_every_kind_of_wait() {
                 inner.join().unwrap()
             })
             .unwrap();
-        let (stop, mut stop_rx) = smarm::oneshot::<()>();
+        // Sleeps until killed (an hour of timer: the kill below ends it).
         let on_timer = small()
             .name("timer")
-            .spawn_on(&rt, move || {
-                // Sleeps in short steps until told to stop (bounded).
-                for _ in 0..60_000 {
-                    if stop_rx.try_recv().is_ok() {
-                        return 4;
-                    }
-                    smarm::sleep(std::time::Duration::from_millis(1));
-                }
-                panic!("never told to stop");
-            })
+            .spawn_on(&rt, move || smarm::sleep(std::time::Duration::from_secs(3600)))
             .unwrap();
         let names = ["mailbox", "channel", "join", "timer"];
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -363,8 +351,10 @@ fn the_smallest_stack_holds_every_kind_of_wait() {
                 .iter()
                 .filter_map(|n| {
                     let a = d.actors.iter().find(|a| a.name.as_deref() == Some(n))?;
-                    let waiting =
-                        !matches!(a.state, smarm::ActorState::Running | smarm::ActorState::Runnable);
+                    let waiting = match *n {
+                        "timer" => a.state == smarm::ActorState::Sleeping,
+                        _ => !matches!(a.state, smarm::ActorState::Running | smarm::ActorState::Runnable),
+                    };
                     waiting.then_some((*n, a.stack_size, a.stack_touched))
                 })
                 .collect();
@@ -384,13 +374,16 @@ fn the_smallest_stack_holds_every_kind_of_wait() {
         mb_addr.send(1).unwrap();
         tx.send(2).unwrap();
         gate.send(3).unwrap();
-        stop.send(()).unwrap();
+        on_timer.actor_ref().kill();
         let got = [
             on_mailbox.join().unwrap(),
             on_channel.join().unwrap(),
             on_join.join().unwrap(),
-            on_timer.join().unwrap(),
         ];
-        assert_eq!(got, [1, 2, 3, 4]);
+        assert_eq!(got, [1, 2, 3]);
+        assert!(
+            matches!(on_timer.join(), Err(smarm::JoinError::Killed { .. })),
+            "the sleeper ends by the kill, woken from its timer"
+        );
     });
 }

@@ -238,6 +238,18 @@ fn bounded_channel_full_and_disconnect() {
     });
 }
 
+/// Sends 0..n to `addr` from a new actor, with gaps of 0 to 60 us of
+/// virtual time between sends: timed receives on the other side sometimes
+/// time out and sometimes race the send.
+fn send_with_gaps(addr: Addr<u32>, n: u32) {
+    sim::spawn(move || {
+        for k in 0..n {
+            addr.send(k).unwrap();
+            sim::sleep(Duration::from_micros(u64::from(k * 7 % 61)));
+        }
+    });
+}
+
 #[test]
 fn timed_receives_race_messages_without_loss() {
     with_timeout(300, || {
@@ -255,14 +267,7 @@ fn timed_receives_race_messages_without_loss() {
                     }
                     (got, timeouts)
                 });
-                sim::spawn(move || {
-                    for k in 0..40u32 {
-                        addr.send(k).unwrap();
-                        // Gaps of 0 to 60 us of virtual time: some receives
-                        // time out, some race the send.
-                        sim::sleep(Duration::from_micros(u64::from(k * 7 % 61)));
-                    }
-                });
+                send_with_gaps(addr, 40);
                 h.join().unwrap()
             });
             assert_eq!(
@@ -300,14 +305,7 @@ fn timed_selective_receives_race_messages_without_loss() {
                     let odds: Vec<u32> = (0..20).map(|_| mb.recv()).collect();
                     (evens, odds, timeouts)
                 });
-                sim::spawn(move || {
-                    for k in 0..40u32 {
-                        addr.send(k).unwrap();
-                        // Gaps of 0 to 60 us of virtual time: some receives
-                        // time out, some race the send.
-                        sim::sleep(Duration::from_micros(u64::from(k * 7 % 61)));
-                    }
-                });
+                send_with_gaps(addr, 40);
                 h.join().unwrap()
             });
             assert_eq!(

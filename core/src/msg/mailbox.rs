@@ -419,14 +419,22 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// timer and the sender race for the one registration, and the mailbox
     /// is checked once more after the wait is withdrawn.
     pub fn recv_deadline(&mut self, deadline_ns: u64) -> Option<M> {
+        self.take_until(deadline_ns, Self::try_recv)
+    }
+
+    /// What `take` finds, waiting for arrivals until `deadline_ns`: the
+    /// loop of every timed receive (plain and selective). At the deadline
+    /// the registration is withdrawn and `take` looks once more, so a
+    /// message that raced the timer is returned, not left behind.
+    fn take_until(&mut self, deadline_ns: u64, mut take: impl FnMut(&mut Self) -> Option<M>) -> Option<M> {
         sched::safe_point::<P>();
         loop {
-            if let Some(m) = self.try_recv() {
+            if let Some(m) = take(self) {
                 return Some(m);
             }
             if P::now_ns() >= deadline_ns || sched::unwinding::<P>() {
                 self.withdraw();
-                return self.try_recv();
+                return take(self);
             }
             self.wait(Some(deadline_ns));
         }

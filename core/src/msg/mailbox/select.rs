@@ -56,17 +56,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         mut pred: impl FnMut(&M) -> bool,
     ) -> Option<M> {
         let deadline_ns = sched::deadline_after::<P>(timeout);
-        sched::safe_point::<P>();
-        loop {
-            if let Some(m) = self.try_recv_matching(&mut pred) {
-                return Some(m);
-            }
-            if P::now_ns() >= deadline_ns || sched::unwinding::<P>() {
-                self.withdraw();
-                return self.try_recv_matching(&mut pred);
-            }
-            self.wait(Some(deadline_ns));
-        }
+        self.take_until(deadline_ns, |mb| mb.try_recv_matching(&mut pred))
     }
 
     /// Messages in the save queue (skipped by selective receives).
