@@ -296,9 +296,43 @@ fn thousand_injected_panics_across_a_hundred_children_each_reported_once() {
 
 /// A leaf child that parks until killed, its `ActorRef` sent to `seen`.
 fn parked_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>) -> ChildSpec {
+    logged_leaf(name, seen, EndLog::default())
+}
+
+/// The names of actors in the order their bodies ended (pushed by an
+/// [`Ends`] guard as the actor's body returns or unwinds, before its exit
+/// notices go out). Unlike the order in which a third party receives
+/// `Down` notices — notices from different actors are not ordered with one
+/// another, as in Erlang — this order is causal: a supervisor's body ends
+/// only after it has received its children's notices.
+#[derive(Clone, Default)]
+struct EndLog(Arc<Mutex<Vec<String>>>);
+
+impl EndLog {
+    fn names(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Pushes its name to the log when dropped (at the end of the actor body
+/// that holds it, however it ends).
+struct Ends(String, EndLog);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        (self.1).0.lock().unwrap().push(std::mem::take(&mut self.0));
+    }
+}
+
+/// [`parked_leaf`] whose end is pushed to `log`.
+fn logged_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>, log: EndLog) -> ChildSpec {
     let n = name.to_string();
     ChildSpec::new(name, move || {
-        let (_a, h) = smarm::spawn_actor_named(&n, |mut mb: Mailbox<()>| mb.recv());
+        let g = Ends(n.clone(), log.clone());
+        let (_a, h) = smarm::spawn_actor_named(&n, move |mut mb: Mailbox<()>| {
+            let _g = g;
+            mb.recv()
+        });
         seen.send(h.actor_ref()).unwrap();
         h.actor_ref()
     })
@@ -306,10 +340,12 @@ fn parked_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>) -> ChildSpec {
 
 /// `top` supervises `sub` (a supervisor over `w1`, `w2`) and `w3`; returns
 /// the top's address and handle and every actor of the tree by name, once
-/// all have started.
+/// all have started. Each of the five pushes its name to `log` as its body
+/// ends.
 #[allow(clippy::type_complexity)]
 fn start_tree(
     rt: &Runtime,
+    log: &EndLog,
 ) -> (
     Addr<SupervisorMsg>,
     smarm::JoinHandle<()>,
@@ -317,20 +353,29 @@ fn start_tree(
 ) {
     let (seen_tx, mut seen) = smarm::channel();
     let (s1, s2, s3, ssub) = (seen_tx.clone(), seen_tx.clone(), seen_tx.clone(), seen_tx);
+    let (l1, l2, l3, lsub, ltop) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
     let sub_spec = move || {
         SupervisorSpec::new("sub", Strategy::OneForOne, 3, Duration::from_secs(5))
-            .child(parked_leaf("w1", s1.clone()))
-            .child(parked_leaf("w2", s2.clone()))
+            .child(logged_leaf("w1", s1.clone(), l1.clone()))
+            .child(logged_leaf("w2", s2.clone(), l2.clone()))
     };
     let top = SupervisorSpec::new("top", Strategy::OneForOne, 0, Duration::from_secs(5))
         .child(ChildSpec::new("sub", move || {
             let spec = sub_spec();
-            let (_a, h) = smarm::spawn_actor_named("sub", move |mb| smarm::supervise(mb, spec));
+            let g = Ends("sub".into(), lsub.clone());
+            let (_a, h) = smarm::spawn_actor_named("sub", move |mb| {
+                let _g = g;
+                smarm::supervise(mb, spec)
+            });
             ssub.send(h.actor_ref()).unwrap();
             h.actor_ref()
         }))
-        .child(parked_leaf("w3", s3));
-    let (addr, h) = rt.spawn_actor_named("top", move |mb| smarm::supervise(mb, top));
+        .child(logged_leaf("w3", s3, l3));
+    let g = Ends("top".into(), ltop);
+    let (addr, h) = rt.spawn_actor_named("top", move |mb| {
+        let _g = g;
+        smarm::supervise(mb, top)
+    });
     let mut tree = Vec::new();
     for _ in 0..4 {
         let r = seen
@@ -342,16 +387,18 @@ fn start_tree(
 }
 
 /// Watches every actor of `tree` and `top` into one mailbox; returns the
-/// names in the order they ended, once all five have.
-fn end_order(
+/// names of the `Down` notices it received, sorted, once five have come.
+fn downs(
     rt: &Runtime,
     tree: &[(String, smarm::ActorRef)],
     top: smarm::ActorRef,
 ) -> smarm::JoinHandle<Vec<String>> {
     let (watch, h) = rt.spawn_actor(|mut mb: Mailbox<smarm::Down>| {
-        (0..5)
+        let mut names = (0..5)
             .map(|_| mb.recv().name.unwrap().to_string())
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        names.sort();
+        names
     });
     for (_, r) in tree {
         r.monitor_into(&watch, |d| d);
@@ -364,13 +411,16 @@ fn end_order(
 fn killing_a_supervisor_stops_its_whole_subtree_depth_first() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let (_addr, top, tree) = start_tree(&rt);
-        let order = end_order(&rt, &tree, top.actor_ref());
+        let log = EndLog::default();
+        let (_addr, top, tree) = start_tree(&rt, &log);
+        let downs = downs(&rt, &tree, top.actor_ref());
         top.actor_ref().kill();
         assert!(top.join().unwrap_err().is_killed());
         // Last started first, each subtree before its root: w3, then sub's
         // children in reverse (w2, w1), then sub, then top.
-        assert_eq!(order.join().unwrap(), ["w3", "w2", "w1", "sub", "top"]);
+        assert_eq!(log.names(), ["w3", "w2", "w1", "sub", "top"]);
+        // One notice each.
+        assert_eq!(downs.join().unwrap(), ["sub", "top", "w1", "w2", "w3"]);
         assert!(tree.iter().all(|(_, r)| r.has_exited()));
     });
 }
@@ -379,12 +429,14 @@ fn killing_a_supervisor_stops_its_whole_subtree_depth_first() {
 fn stopping_a_supervisor_stops_a_child_supervisors_children() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let (addr, top, tree) = start_tree(&rt);
-        let order = end_order(&rt, &tree, top.actor_ref());
+        let log = EndLog::default();
+        let (addr, top, tree) = start_tree(&rt, &log);
+        let downs = downs(&rt, &tree, top.actor_ref());
         addr.send(SupervisorMsg::Stop)
             .unwrap_or_else(|_| panic!("top alive"));
         top.join().unwrap();
-        assert_eq!(order.join().unwrap(), ["w3", "w2", "w1", "sub", "top"]);
+        assert_eq!(log.names(), ["w3", "w2", "w1", "sub", "top"]);
+        assert_eq!(downs.join().unwrap(), ["sub", "top", "w1", "w2", "w3"]);
     });
 }
 
