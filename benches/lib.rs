@@ -201,7 +201,7 @@ pub enum Ball {
 pub fn smarm_play(mb: &mut smarm::Mailbox<Ball>, peer: &smarm::Addr<Ball>) -> u64 {
     let mut seen = 0;
     loop {
-        match mb.recv() {
+        match mb.recv().unwrap() {
             Ball::Left(n) => {
                 seen += 1;
                 if n == 0 {
@@ -223,7 +223,7 @@ pub fn smarm_pairs(pairs: u64, msgs_each: u64) -> u64 {
     let mut hs = Vec::with_capacity(2 * pairs as usize);
     for _ in 0..pairs {
         let (a, ha) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<Ball>| {
-            let Ball::Peer(b) = mb.recv() else {
+            let Ball::Peer(b) = mb.recv().unwrap() else {
                 unreachable!("peer first")
             };
             b.send(Ball::Left(msgs_each - 1)).expect("partner alive");

@@ -56,7 +56,7 @@ fn smarm_side(workers: usize, n: usize) -> Row {
         // Work-first: each child runs to its `recv` before the loop goes
         // on, so every actor is parked when the loop ends.
         let live: Vec<_> = (0..n)
-            .map(|i| smarm::spawn_actor(move |mut mb: Mailbox<u64>| mb.recv() + i as u64))
+            .map(|i| smarm::spawn_actor(move |mut mb: Mailbox<u64>| mb.recv().unwrap() + i as u64))
             .collect();
         let spawn = t.elapsed().as_secs_f64();
         let per = smarm_benches::rss_bytes().saturating_sub(before) as f64 / n as f64;

@@ -25,7 +25,7 @@ fn bench(c: &mut Criterion) {
                 let (rx, hr) = smarm::spawn_actor(|mut mb: smarm::Mailbox<u64>| {
                     let mut sum = 0u64;
                     for _ in 0..SENDERS * EACH {
-                        sum += mb.recv();
+                        sum += mb.recv().unwrap();
                     }
                     sum
                 });

@@ -23,12 +23,12 @@ fn bench(c: &mut Criterion) {
                     for i in 0..iters {
                         let (pong, hp) =
                             smarm::spawn_actor(|mut mb: smarm::Mailbox<(u64, smarm::Addr<u64>)>| {
-                                let (v, back) = mb.recv();
+                                let (v, back) = mb.recv().unwrap();
                                 back.send(v + 1).expect("alive");
                             });
                         let (_ping, hi) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<u64>| {
                             pong.send((i, mb.addr())).expect("alive");
-                            mb.recv()
+                            mb.recv().unwrap()
                         });
                         assert_eq!(hi.join().unwrap(), i + 1);
                         hp.join().unwrap();

@@ -21,11 +21,11 @@ fn bench(c: &mut Criterion) {
                 rt.block_on(move || {
                     // The echo actor returns every ball; we time `iters` round trips.
                     let (echo, he) = smarm::spawn_actor(|mut mb: smarm::Mailbox<Ball>| {
-                        let Ball::Peer(back) = mb.recv() else {
+                        let Ball::Peer(back) = mb.recv().unwrap() else {
                             unreachable!()
                         };
                         loop {
-                            match mb.recv() {
+                            match mb.recv().unwrap() {
                                 Ball::Left(0) => return,
                                 Ball::Left(n) => back.send(Ball::Left(n)).expect("alive"),
                                 Ball::Peer(_) => unreachable!(),
@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
                         let t = Instant::now();
                         for _ in 0..iters {
                             echo.send(Ball::Left(1)).expect("alive");
-                            let _ = mb.recv();
+                            let _ = mb.recv().unwrap();
                         }
                         let d = t.elapsed();
                         echo.send(Ball::Left(0)).expect("alive");

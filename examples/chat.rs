@@ -35,7 +35,7 @@ fn room(mut mb: Mailbox<Room>) {
         }
     };
     loop {
-        match mb.recv() {
+        match mb.recv().unwrap() {
             Room::Join(id, out) => {
                 let _ = out.send(Out::Line(
                     format!("welcome, you are user{id}; {} here\n", members.len()).into(),
@@ -87,7 +87,7 @@ fn main() {
             smarm::spawn(move || {
                 let w = s.clone();
                 let (out, writer) = spawn_actor(move |mut mb: Mailbox<Out>| loop {
-                    match mb.recv() {
+                    match mb.recv().unwrap() {
                         Out::Line(l) => {
                             if (&*w).write_all(l.as_bytes()).is_err() {
                                 return;

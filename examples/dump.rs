@@ -15,7 +15,7 @@ fn main() {
     let (consumer, hc) = rt.spawn_actor_named("consumer", |mut mb: Mailbox<u64>| {
         let mut sum = 0;
         loop {
-            match mb.recv() {
+            match mb.recv().unwrap() {
                 0 => return sum,
                 n => sum += n,
             }
@@ -24,7 +24,7 @@ fn main() {
     let (stuck, hs) = rt.spawn_actor_named("stage", |mut mb: Mailbox<u64>| {
         let slow = smarm::spawn_named("slow-child", || smarm::sleep(Duration::from_millis(300)));
         slow.join().expect("slow child");
-        (0..5).map(|_| mb.recv()).sum::<u64>()
+        (0..5).map(|_| mb.recv().unwrap()).sum::<u64>()
     });
     for i in 1..=5 {
         stuck.send(i).expect("stage alive");

@@ -93,7 +93,7 @@ fn main() {
             }
             // Each parks on its mailbox at once (work-first: it runs to its
             // `recv` before this loop goes on), then answers its number.
-            match b.spawn_actor(move |mut mb: Mailbox<u64>| mb.recv() + i as u64) {
+            match b.spawn_actor(move |mut mb: Mailbox<u64>| mb.recv().unwrap() + i as u64) {
                 Ok(a) => live.push(a),
                 Err(e) => {
                     eprintln!("million: spawn {i} failed: {e}");

@@ -24,7 +24,7 @@ enum Msg {
 fn play(mb: &mut smarm::Mailbox<Msg>, peer: &Addr<Msg>) -> u64 {
     let mut seen = 0;
     loop {
-        match mb.recv() {
+        match mb.recv().unwrap() {
             Msg::Ball(n) => {
                 seen += 1;
                 if n == 0 {
@@ -48,7 +48,7 @@ fn ponger(mut mb: smarm::Mailbox<Msg>, peer: Addr<Msg>) -> u64 {
 /// The pinger: learns its peer from the first message, then serves the
 /// first ball (2·rounds balls in all, one message each).
 fn pinger(mut mb: smarm::Mailbox<Msg>, rounds: u64) -> u64 {
-    let Msg::Peer(peer) = mb.recv() else {
+    let Msg::Peer(peer) = mb.recv().unwrap() else {
         unreachable!("the first message is the peer")
     };
     peer.send(Msg::Ball(2 * rounds - 1)).expect("ponger alive");

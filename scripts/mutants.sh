@@ -25,6 +25,7 @@ MUTANTS=(
 'idle-wrong-word#core/src/sched/idle.rs#F::wake_one\(&self\.words\[j\]\);#F::wake_one(&self.words[(j + 1) % self.words.len()]);#loom_idle#two_workers_no_lost_wakeup#deadlock'
 'idle-notify-lies#core/src/sched/idle.rs#self\.wake\(j, kick\);\n                true#self.wake(j, kick);\n                false#loom_idle#notify_one_racing_a_sleep#issued no wake'
 'io-join-ignores-ticket#core/src/sched/io.rs#if \(self\.tick\.load\(Ordering::Relaxed\) \^ ticket\) & tick_mask\(interest\) != 0 \{#if false {#loom_io#readiness_after_eagain_is_never_lost#deadlock'
+'mailbox-last-drop-no-wake#core/src/msg/channel/chan.rs#        // D2\.\n        if self\.rx\.is_set\(\) \{#        // D2.\n        if false {#loom_mailbox#last_addr_drop_racing_park#deadlock'
 'idle-no-kick#core/src/sched/idle.rs#        if kick \{\n            // Acquire: pairs with#        if false {\n            // Acquire: pairs with#loom_io#wakes_reach_the_poller_and_the_futex_sleeper#deadlock'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two

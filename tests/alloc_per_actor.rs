@@ -32,7 +32,7 @@ fn a_parked_actor_costs_what_the_dump_says() {
         const N: usize = 2000;
         let rt = Runtime::builder().workers(1).build().unwrap();
         let (with_mailbox, without) = rt.block_on(|| {
-            let spawn_mb = || smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
+            let spawn_mb = || smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap());
             let finish_mb = |(a, h): (smarm::Addr<()>, smarm::JoinHandle<()>)| {
                 a.send(()).unwrap();
                 h.join().unwrap();

@@ -64,12 +64,12 @@ enum Msg {
 fn mailboxes(rt: &Runtime) -> (Counts, Vec<usize>) {
     rt.block_on(|| {
         let (b, hb) = smarm::spawn_actor(|mut mb: Mailbox<Msg>| {
-            let Msg::Peer(a) = mb.recv() else {
+            let Msg::Peer(a) = mb.recv().unwrap() else {
                 panic!("peer first")
             };
             let mut workers = Vec::with_capacity(WORKERS);
             loop {
-                match mb.recv() {
+                match mb.recv().unwrap() {
                     Msg::N(u64::MAX) => return workers,
                     Msg::N(v) => {
                         note_worker(&mut workers);
@@ -84,7 +84,7 @@ fn mailboxes(rt: &Runtime) -> (Counts, Vec<usize>) {
             b2.send(Msg::Peer(mb.addr())).unwrap();
             let mut round = |i: u64| {
                 b2.send(Msg::N(i)).unwrap();
-                match mb.recv() {
+                match mb.recv().unwrap() {
                     Msg::N(v) => assert_eq!(v, i),
                     Msg::Peer(_) => panic!("unexpected peer"),
                 }

@@ -16,13 +16,13 @@ fn dump_shows_each_actor_state() {
         let (inbox, h_inbox) = rt.spawn_actor_named("inbox", move |mut mb: Mailbox<u32>| {
             let gate = smarm::spawn(move || gate_rx.recv().unwrap());
             gate.join().unwrap();
-            (0..3).map(|_| mb.recv()).sum::<u32>()
+            (0..3).map(|_| mb.recv().unwrap()).sum::<u32>()
         });
         for i in 1..=3 {
             inbox.send(i).unwrap();
         }
         // Parked on an empty mailbox.
-        let (idle, h_idle) = rt.spawn_actor_named("idle", |mut mb: Mailbox<()>| mb.recv());
+        let (idle, h_idle) = rt.spawn_actor_named("idle", |mut mb: Mailbox<()>| mb.recv().unwrap());
         // Sleeping.
         let h_sleepy = rt.spawn_named("sleepy", || smarm::sleep(Duration::from_secs(3600)));
         // Running (spinning on a worker, no safe point).

@@ -28,7 +28,7 @@ fn monitor_reports_each_exit_reason_once() {
         );
         assert!(r.has_exited());
         // Killed while parked in a receive.
-        let (addr, h) = rt.spawn_actor_named("sleepy", |mut mb: Mailbox<u32>| mb.recv());
+        let (addr, h) = rt.spawn_actor_named("sleepy", |mut mb: Mailbox<u32>| mb.recv().unwrap());
         let m = addr.actor_ref().monitor();
         addr.actor_ref().kill();
         let e = h.join().unwrap_err();
@@ -88,7 +88,7 @@ fn links_kill_the_partner_on_abnormal_exit_unless_it_traps() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
         // A: waits forever; B links to A, then panics: A is killed.
-        let (a, ha) = rt.spawn_actor(|mut mb: Mailbox<u32>| mb.recv());
+        let (a, ha) = rt.spawn_actor(|mut mb: Mailbox<u32>| mb.recv().unwrap());
         let ar = a.actor_ref();
         let hb = rt.spawn(move || {
             assert!(smarm::link(&ar));
@@ -98,7 +98,7 @@ fn links_kill_the_partner_on_abnormal_exit_unless_it_traps() {
         assert!(ha.join().unwrap_err().is_killed());
 
         // A normal exit does not propagate.
-        let (c, hc) = rt.spawn_actor(|mut mb: Mailbox<u32>| mb.recv());
+        let (c, hc) = rt.spawn_actor(|mut mb: Mailbox<u32>| mb.recv().unwrap());
         let cr = c.actor_ref();
         let hd = rt.spawn(move || assert!(smarm::link(&cr)));
         hd.join().unwrap();
@@ -115,7 +115,7 @@ fn links_kill_the_partner_on_abnormal_exit_unless_it_traps() {
             trapping_tx.send(()).unwrap();
             let mut seen = Vec::new();
             loop {
-                match mb.recv() {
+                match mb.recv().unwrap() {
                     Msg::Work => return seen,
                     Msg::Exit(d) => seen.push(d.reason),
                 }
@@ -152,7 +152,7 @@ fn monitor_into_delivers_into_the_watchers_mailbox() {
                 let _ = h.join();
             }
             while reasons.len() < 3 {
-                if let Msg::Exit(d) = mb.recv() {
+                if let Msg::Exit(d) = mb.recv().unwrap() {
                     reasons.push(d.reason);
                 }
             }

@@ -23,10 +23,11 @@ type Registry = Arc<Mutex<Vec<Option<Addr<Cmd>>>>>;
 fn child(name: &str, i: usize, reg: &Registry) -> ChildSpec {
     let (name_owned, reg) = (name.to_string(), reg.clone());
     ChildSpec::new(name, move || {
-        let (addr, h) = smarm::spawn_actor_named(&name_owned, |mut mb: Mailbox<Cmd>| match mb.recv() {
-            Cmd::Panic => panic!("injected"),
-            Cmd::Exit => {}
-        });
+        let (addr, h) =
+            smarm::spawn_actor_named(&name_owned, |mut mb: Mailbox<Cmd>| match mb.recv().unwrap() {
+                Cmd::Panic => panic!("injected"),
+                Cmd::Exit => {}
+            });
         let r = h.actor_ref();
         reg.lock().unwrap()[i] = Some(addr);
         r
@@ -331,6 +332,8 @@ fn logged_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>, log: EndLog) ->
         let g = Ends(n.clone(), log.clone());
         let (_a, h) = smarm::spawn_actor_named(&n, move |mut mb: Mailbox<()>| {
             let _g = g;
+            // Its own address keeps the mailbox open: it parks until killed.
+            let _me = mb.addr();
             mb.recv()
         });
         seen.send(h.actor_ref()).unwrap();
@@ -395,7 +398,7 @@ fn downs(
 ) -> smarm::JoinHandle<Vec<String>> {
     let (watch, h) = rt.spawn_actor(|mut mb: Mailbox<smarm::Down>| {
         let mut names = (0..5)
-            .map(|_| mb.recv().name.unwrap().to_string())
+            .map(|_| mb.recv().unwrap().name.unwrap().to_string())
             .collect::<Vec<_>>();
         names.sort();
         names
@@ -478,7 +481,10 @@ fn a_supervisor_killed_inside_a_start_closure_still_stops_that_child() {
         let (seen_tx, mut seen) = smarm::channel();
         let spec = SupervisorSpec::new("sup", Strategy::OneForOne, 3, Duration::from_secs(5)).child(
             ChildSpec::new("victim", move || {
-                let (_a, h) = smarm::spawn_actor_named("victim", |mut mb: Mailbox<()>| mb.recv());
+                let (_a, h) = smarm::spawn_actor_named("victim", |mut mb: Mailbox<()>| {
+                    let _me = mb.addr(); // parks until killed
+                    mb.recv()
+                });
                 // The supervisor is killed while its start closure runs,
                 // which then reaches a resume point.
                 smarm::current().expect("the supervisor").kill();

@@ -159,7 +159,7 @@ impl Drop for Parting {
 /// One chaos actor of a round.
 fn chaos(mut mb: Mailbox<Cmd>, seed: u64, i: usize, stats: Arc<Stats>, lock: Arc<Mutex<u64>>) {
     let mut rng = Rng::new(seed, i as u64 + 1);
-    let Some(Cmd::Peers(peers)) = mb.recv_timeout(Duration::from_secs(30)) else {
+    let Ok(Cmd::Peers(peers)) = mb.recv_timeout(Duration::from_secs(30)) else {
         panic!("the peers come first");
     };
     let refs: Vec<ActorRef> = peers.iter().map(Addr::actor_ref).collect();
@@ -172,8 +172,8 @@ fn chaos(mut mb: Mailbox<Cmd>, seed: u64, i: usize, stats: Arc<Stats>, lock: Arc
         rng: Rng::new(seed, 1000 + i as u64),
     };
     loop {
-        let Some(cmd) = mb.recv_timeout(Duration::from_millis(20)) else {
-            return; // quiet: a normal exit
+        let Ok(cmd) = mb.recv_timeout(Duration::from_millis(20)) else {
+            return; // quiet (or nobody left to send): a normal exit
         };
         let ttl = match cmd {
             Cmd::Work(t, ttl) => {

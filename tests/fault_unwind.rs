@@ -131,7 +131,7 @@ fn exit_hooks_of_a_killed_actor_that_returned_run_to_the_end() {
     child_entry("kill_then_return", || {
         let rt = Runtime::builder().workers(2).build().unwrap();
         let (watch, watcher) =
-            rt.spawn_actor(|mut mb: Mailbox<Down>| (0..8).map(|_| mb.recv()).collect::<Vec<_>>());
+            rt.spawn_actor(|mut mb: Mailbox<Down>| (0..8).map(|_| mb.recv().unwrap()).collect::<Vec<_>>());
         let (gate, outside) = Gate::new();
         let h = rt.spawn(move || {
             // Stamps the timeslice, so the exit hooks' sends find it spent.
@@ -226,7 +226,7 @@ fn a_killed_actors_destructor_waits_too() {
                 got: g,
             };
             ready_tx.send(()).unwrap();
-            mb.recv();
+            mb.recv().unwrap();
         });
         ready.recv().unwrap();
         // Killed while parked on its mailbox.
@@ -428,13 +428,16 @@ fn a_second_link_to_the_same_partner_adds_nothing() {
             assert!(smarm::link(&pref));
             assert!(smarm::link(&smarm::current().unwrap()));
             go_tx.send(()).unwrap();
-            let d = mb.recv();
+            let d = mb.recv().unwrap();
             // Nothing more comes: the second link added no notice.
             (d, mb.recv_timeout(Duration::from_millis(100)))
         });
         let (d, more) = trapper.join().unwrap();
         assert_eq!(d.reason, ExitReason::Panicked("partner".into()));
-        assert!(more.is_none(), "a second notice: {more:?}");
+        assert!(
+            matches!(more, Err(smarm::RecvTimeoutError::Timeout)),
+            "a second notice: {more:?}"
+        );
         assert!(partner.join().is_err());
         drop(addr);
     });
@@ -535,7 +538,7 @@ fn at_the_map_limit_spawn_fails_and_the_process_still_works() {
             .unwrap();
         let mut live = Vec::new();
         let err = loop {
-            match rt.try_spawn_actor(|mut mb: Mailbox<()>| mb.recv()) {
+            match rt.try_spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap()) {
                 Ok(a) => live.push(a),
                 Err(e) => break e,
             }

@@ -462,7 +462,7 @@ fn io_is_served_while_a_hog_holds_the_poller_s_worker() {
             let (starter, starter_h) = {
                 let done = done.clone();
                 rt.spawn_actor(move |mut mb: smarm::Mailbox<()>| {
-                    mb.recv();
+                    mb.recv().unwrap();
                     let hog = smarm::spawn(move || {
                         while !done.load(std::sync::atomic::Ordering::SeqCst) {
                             std::hint::spin_loop();

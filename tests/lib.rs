@@ -172,7 +172,7 @@ pub enum Ball {
 pub fn play(mb: &mut smarm::Mailbox<Ball>, peer: &smarm::Addr<Ball>) -> u32 {
     let mut got = 0;
     loop {
-        match mb.recv() {
+        match mb.recv().unwrap() {
             Ball::Left(n) => {
                 got += 1;
                 if n == 0 {
@@ -193,7 +193,7 @@ pub fn play(mb: &mut smarm::Mailbox<Ball>, peer: &smarm::Addr<Ball>) -> u32 {
 /// `first + 1` when every ball is received exactly once.
 pub fn spawn_pair(first: u32) -> [smarm::JoinHandle<u32>; 2] {
     let (a, ha) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<Ball>| {
-        let Ball::Peer(b) = mb.recv() else {
+        let Ball::Peer(b) = mb.recv().unwrap() else {
             panic!("the peer comes first")
         };
         b.send(Ball::Left(first)).unwrap();

@@ -17,7 +17,7 @@ enum Msg {
 fn ping_pong(mb: &mut Mailbox<Msg>, peer: &Addr<Msg>, n: u64) {
     for i in 0..n {
         peer.send(Msg::N(i)).unwrap();
-        match mb.recv() {
+        match mb.recv().unwrap() {
             Msg::N(v) => assert_eq!(v, i),
             Msg::Peer(_) => panic!("unexpected peer"),
         }
@@ -31,11 +31,11 @@ fn hundred_thousand_messages_allocate_nothing_after_warm_up() {
         let allocs = rt.block_on(|| {
             // `b` echoes every number back to the peer it is told first.
             let (b, hb) = smarm::spawn_actor(|mut mb: Mailbox<Msg>| {
-                let Msg::Peer(a) = mb.recv() else {
+                let Msg::Peer(a) = mb.recv().unwrap() else {
                     panic!("peer first")
                 };
                 loop {
-                    match mb.recv() {
+                    match mb.recv().unwrap() {
                         Msg::N(u64::MAX) => return,
                         Msg::N(v) => a.send(Msg::N(v)).unwrap(),
                         Msg::Peer(_) => panic!("one peer"),

@@ -13,7 +13,7 @@ fn thread_sends_actor_receives() {
         let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u32>| {
             let mut sum = 0;
             for _ in 0..3 {
-                sum += mb.recv();
+                sum += mb.recv().unwrap();
             }
             sum
         });
@@ -28,7 +28,7 @@ fn thread_sends_actor_receives() {
 fn send_to_an_exited_actor_returns_the_message() {
     with_timeout(30, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<String>| mb.recv());
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<String>| mb.recv().unwrap());
         addr.send("first".to_string()).unwrap();
         assert_eq!(h.join().unwrap(), "first");
         assert!(addr.is_closed());
@@ -43,7 +43,7 @@ fn a_panicking_actor_closes_its_mailbox() {
     with_timeout(30, || {
         let rt = Runtime::builder().workers(1).build().unwrap();
         let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u8>| -> () {
-            mb.recv();
+            mb.recv().unwrap();
             panic!("receiver died");
         });
         addr.send(1).unwrap();
@@ -75,11 +75,11 @@ fn many_senders_fifo_per_sender_nothing_lost() {
         let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<(u64, u64)>| {
             let mut next = vec![0u64; SENDERS as usize];
             for _ in 0..SENDERS * EACH {
-                let (s, seq) = mb.recv();
+                let (s, seq) = mb.recv().unwrap();
                 assert_eq!(seq, next[s as usize], "sender {s}: out of order");
                 next[s as usize] += 1;
             }
-            assert!(mb.try_recv().is_none(), "a message was duplicated");
+            assert!(mb.try_recv().is_err(), "a message was duplicated");
             next
         });
         // Half the senders are actors, half plain threads.
@@ -130,7 +130,7 @@ fn a_plain_thread_can_wait_on_a_mailbox() {
                 smarm::yield_now();
             }
         });
-        let got: Vec<u32> = (0..100).map(|_| mb.recv()).collect();
+        let got: Vec<u32> = (0..100).map(|_| mb.recv().unwrap()).collect();
         assert_eq!(got, (0..100).collect::<Vec<_>>());
         sender.join().unwrap();
     });
@@ -150,7 +150,7 @@ fn selective_receive_keeps_the_others_in_order() {
             // Wait for the High message although Lows arrive first.
             let first = mb.recv_matching(|m| matches!(m, Sel::High(_)));
             let saved = mb.saved();
-            let rest: Vec<Sel> = (0..4).map(|_| mb.recv()).collect();
+            let rest: Vec<Sel> = (0..4).map(|_| mb.recv().unwrap()).collect();
             (first, saved, rest)
         });
         for i in 0..3 {
@@ -159,7 +159,7 @@ fn selective_receive_keeps_the_others_in_order() {
         addr.send(Sel::High(9)).unwrap();
         addr.send(Sel::Low(3)).unwrap();
         let (first, saved, rest) = h.join().unwrap();
-        assert_eq!(first, Sel::High(9));
+        assert_eq!(first, Ok(Sel::High(9)));
         assert_eq!(saved, 3);
         assert_eq!(rest, vec![Sel::Low(0), Sel::Low(1), Sel::Low(2), Sel::Low(3)]);
     });
@@ -181,7 +181,7 @@ fn queued_actor_ticks(rt: Runtime, messages: u64, enough: u64) -> u64 {
     });
     let ticks_during = rt.block_on(move || {
         let (pong, hp) = smarm::spawn_actor(|mut mb: Mailbox<(u32, Addr<u32>)>| loop {
-            let (n, back) = mb.recv();
+            let (n, back) = mb.recv().unwrap();
             if back.send(n).is_err() || n == 0 {
                 return;
             }
@@ -193,7 +193,7 @@ fn queued_actor_ticks(rt: Runtime, messages: u64, enough: u64) -> u64 {
                 let last = k == messages || ticks.load(Ordering::SeqCst) - start >= enough;
                 let n = u32::from(!last);
                 pong.send((n, my.clone())).unwrap();
-                assert_eq!(mb.recv(), n);
+                assert_eq!(mb.recv().unwrap(), n);
                 if last {
                     break;
                 }

@@ -215,7 +215,7 @@ fn the_whole_spawn_family_inside_an_actor() {
             // Work-first: the child ran before the parent got its handle back.
             let first = ran.load(Ordering::SeqCst);
             let (addr, b) = smarm::try_spawn_actor_named("b", |mut mb: smarm::Mailbox<u32>| {
-                (smarm::current_name(), mb.recv())
+                (smarm::current_name(), mb.recv().unwrap())
             })
             .unwrap();
             addr.send(7).unwrap();

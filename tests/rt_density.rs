@@ -51,7 +51,7 @@ fn a_spawn_gets_the_stack_size_it_asks_for() {
                         let me = smarm::current_id().unwrap();
                         let size = stack_of(&r2, me);
                         let name = smarm::current_name();
-                        mb.recv();
+                        mb.recv().unwrap();
                         (size, name)
                     })
                     .unwrap();
@@ -82,7 +82,7 @@ fn a_spawn_gets_the_stack_size_it_asks_for() {
             .unwrap();
         assert_eq!(h.join().unwrap(), 48 * 1024);
         let (a, h) = ActorBuilder::new()
-            .spawn_actor_on(&rt, |mut mb: Mailbox<u32>| mb.recv() + 1)
+            .spawn_actor_on(&rt, |mut mb: Mailbox<u32>| mb.recv().unwrap() + 1)
             .unwrap();
         a.send(41).unwrap();
         assert_eq!(h.join().unwrap(), 42);
@@ -217,7 +217,7 @@ fn many_parked_actors_take_few_maps_and_give_back_their_memory() {
                 let mut live = Vec::with_capacity(n);
                 for i in 0..n {
                     live.push(smarm::spawn_actor(move |mut mb: Mailbox<u64>| {
-                        mb.recv() + i as u64
+                        mb.recv().unwrap() + i as u64
                     }));
                 }
                 let parked = (maps(), rss());
@@ -324,7 +324,7 @@ fn the_smallest_stack_holds_every_kind_of_wait() {
         let (tx, mut rx) = smarm::channel::<u32>();
         let (mb_addr, on_mailbox) = small()
             .name("mailbox")
-            .spawn_actor_on(&rt, |mut mb: Mailbox<u32>| mb.recv())
+            .spawn_actor_on(&rt, |mut mb: Mailbox<u32>| mb.recv().unwrap())
             .unwrap();
         let on_channel = small()
             .name("channel")

@@ -14,14 +14,14 @@ fn a_name_finds_its_actor_until_the_actor_exits() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
         rt.block_on(|| {
-            let (addr, h) = smarm::spawn_actor(|mut mb: Mailbox<u32>| mb.recv() * 2);
+            let (addr, h) = smarm::spawn_actor(|mut mb: Mailbox<u32>| mb.recv().unwrap() * 2);
             smarm::register("doubler", &addr).unwrap();
             assert_eq!(
                 smarm::registered().iter().map(|n| &**n).collect::<Vec<_>>(),
                 ["doubler"]
             );
             // Taken, whatever the actor.
-            let (other, oh) = smarm::spawn_actor(|mut mb: Mailbox<u32>| mb.recv());
+            let (other, oh) = smarm::spawn_actor(|mut mb: Mailbox<u32>| mb.recv().unwrap());
             assert_eq!(
                 smarm::register("doubler", &other),
                 Err(RegisterError::Taken {
@@ -57,8 +57,8 @@ fn a_rebound_name_survives_the_old_holders_exit() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(1).build().unwrap();
         rt.block_on(|| {
-            let (a, ha) = smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
-            let (b, hb) = smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
+            let (a, ha) = smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap());
+            let (b, hb) = smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap());
             smarm::register("svc", &a).unwrap();
             assert!(smarm::unregister("svc"));
             smarm::register("svc", &b).unwrap();
@@ -77,7 +77,7 @@ fn a_rebound_name_survives_the_old_holders_exit() {
 fn from_plain_threads_through_the_runtime() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u32>| mb.recv());
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u32>| mb.recv().unwrap());
         // The free functions need an actor; the runtime's methods do not.
         assert_eq!(smarm::register("t", &addr), Err(RegisterError::NoRuntime));
         assert!(smarm::whereis::<u32>("t").is_none());
@@ -103,7 +103,7 @@ fn a_supervised_child_registers_again_after_each_restart() {
             .child(
                 ChildSpec::new("worker", || {
                     let (addr, h) = smarm::spawn_actor_named("worker", |mut mb: Mailbox<u32>| {
-                        if mb.recv() == 0 {
+                        if mb.recv().unwrap() == 0 {
                             panic!("told to crash");
                         }
                     });

@@ -145,7 +145,7 @@ fn shutdown_cancels_actors_parked_on_mailboxes_and_channels() {
             let d = dropped.clone();
             let (a, h) = rt.spawn_actor(move |mut mb: smarm::Mailbox<u32>| {
                 let _c = CountDrop(d);
-                mb.recv()
+                mb.recv().unwrap()
             });
             addrs.push(a);
             hs.push(h);

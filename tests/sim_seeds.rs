@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use smarm_sim::{self as sim, Addr, ExitReason, Mailbox, Report, Runtime};
+use smarm_sim::{self as sim, Addr, ExitReason, Mailbox, RecvTimeoutError, Report, Runtime};
 use smarm_tests::with_timeout;
 
 #[path = "child.rs"]
@@ -41,7 +41,7 @@ fn interleaving(log: &Log) -> u64 {
         let (sink, h) = sim::spawn_actor(|mut mb: Mailbox<u64>| {
             let mut s = 0;
             for _ in 0..6 * 5 {
-                s += mb.recv();
+                s += mb.recv().unwrap();
             }
             s
         });
@@ -118,13 +118,13 @@ fn pairs(n: usize, balls: u32) -> u32 {
         let mut hs = Vec::new();
         for _ in 0..n {
             let (a, ha) = sim::spawn_actor(move |mut mb: Mailbox<(Option<Addr<u32>>, u32)>| {
-                let (Some(peer), _) = mb.recv() else {
+                let (Some(peer), _) = mb.recv().unwrap() else {
                     panic!("peer first")
                 };
                 peer.send(balls).unwrap();
                 let mut got = 0;
                 loop {
-                    let (_, left) = mb.recv();
+                    let (_, left) = mb.recv().unwrap();
                     got += 1;
                     if left <= 1 {
                         if left == 1 {
@@ -139,7 +139,7 @@ fn pairs(n: usize, balls: u32) -> u32 {
             let (b, hb) = sim::spawn_actor(move |mut mb: Mailbox<u32>| {
                 let mut got = 0;
                 loop {
-                    let left = mb.recv();
+                    let left = mb.recv().unwrap();
                     got += 1;
                     if left <= 1 {
                         if left == 1 {
@@ -181,14 +181,14 @@ fn fan_in_keeps_each_senders_order() {
                 let (sink, h) = sim::spawn_actor(move |mut mb: Mailbox<(u64, u64)>| {
                     let mut next = [0u64; SENDERS as usize];
                     for _ in 0..SENDERS * EACH {
-                        let (s, k) = mb.recv();
+                        let (s, k) = mb.recv().unwrap();
                         assert_eq!(
                             k, next[s as usize],
                             "seed {seed}: sender {s} reordered or duplicated"
                         );
                         next[s as usize] += 1;
                     }
-                    assert!(mb.try_recv().is_none(), "seed {seed}: more messages than sent");
+                    assert!(mb.try_recv().is_err(), "seed {seed}: more messages than sent");
                     next
                 });
                 for s in 0..SENDERS {
@@ -257,12 +257,13 @@ fn timed_receives_race_messages_without_loss() {
         sim::check(SEEDS, |seed| {
             let rt = Runtime::builder().workers(2).build().unwrap();
             let (got, timeouts) = rt.block_on(move || {
-                let (addr, h) = sim::spawn_actor(|mut mb: Mailbox<u32>| {
+                let (addr, h) = sim::spawn_actor(move |mut mb: Mailbox<u32>| {
                     let (mut got, mut timeouts) = (Vec::new(), 0u32);
                     while got.len() < 40 {
                         match mb.recv_timeout(Duration::from_micros(30)) {
-                            Some(v) => got.push(v),
-                            None => timeouts += 1,
+                            Ok(v) => got.push(v),
+                            Err(RecvTimeoutError::Timeout) => timeouts += 1,
+                            Err(e) => panic!("seed {seed}: {e} with {} of 40 received", got.len()),
                         }
                     }
                     (got, timeouts)
@@ -292,17 +293,18 @@ fn timed_selective_receives_race_messages_without_loss() {
         sim::check(SEEDS, |seed| {
             let rt = Runtime::builder().workers(2).build().unwrap();
             let (evens, odds, timeouts) = rt.block_on(move || {
-                let (addr, h) = sim::spawn_actor(|mut mb: Mailbox<u32>| {
+                let (addr, h) = sim::spawn_actor(move |mut mb: Mailbox<u32>| {
                     let (mut evens, mut timeouts) = (Vec::new(), 0u32);
                     // Evens first, by selective receive with a timeout;
                     // the odds that come meanwhile must wait, in order.
                     while evens.len() < 20 {
                         match mb.recv_matching_timeout(Duration::from_micros(30), |v| v % 2 == 0) {
-                            Some(v) => evens.push(v),
-                            None => timeouts += 1,
+                            Ok(v) => evens.push(v),
+                            Err(RecvTimeoutError::Timeout) => timeouts += 1,
+                            Err(e) => panic!("seed {seed}: {e} with {} of 20 evens", evens.len()),
                         }
                     }
-                    let odds: Vec<u32> = (0..20).map(|_| mb.recv()).collect();
+                    let odds: Vec<u32> = (0..20).map(|_| mb.recv().unwrap()).collect();
                     (evens, odds, timeouts)
                 });
                 send_with_gaps(addr, 40);
@@ -337,11 +339,11 @@ fn a_name_is_free_once_its_holders_exit_is_heard() {
         sim::check(SEEDS, |seed| {
             let rt = Runtime::builder().workers(2).build().unwrap();
             rt.block_on(move || {
-                let (a, ha) = sim::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
+                let (a, ha) = sim::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap());
                 let down = ha.actor_ref().monitor();
                 sim::register("svc", &a).unwrap();
                 let watcher = sim::spawn(move || {
-                    let (b, hb) = sim::spawn_actor(|mut mb: Mailbox<()>| mb.recv());
+                    let (b, hb) = sim::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap());
                     down.recv().expect("a Down notice");
                     let r = sim::register("svc", &b);
                     let found = sim::whereis::<()>("svc").map(|x| x.id());
@@ -403,7 +405,7 @@ fn links_kill_and_monitors_report_each_exit_once() {
                 // A panics; B, linked to A, is killed; a monitor of each
                 // sees exactly one Down with the right reason.
                 let (a_addr, ha) = sim::spawn_actor(|mut mb: Mailbox<u8>| {
-                    if mb.recv() == 1 {
+                    if mb.recv().unwrap() == 1 {
                         panic!("injected");
                     }
                 });
@@ -462,7 +464,7 @@ fn sends_to_an_exited_actor_fail_and_nothing_is_lost() {
                 let (addr, h) = sim::spawn_actor(|mut mb: Mailbox<Counted>| {
                     let mut received = 0u64;
                     for _ in 0..25 {
-                        mb.recv().ended = true;
+                        mb.recv().unwrap().ended = true;
                         received += 1;
                     }
                     received
@@ -530,7 +532,7 @@ fn shutdown_cancels_parked_and_sleeping_actors() {
                     p.fetch_add(1, Ordering::SeqCst);
                     ready_tx.send(()).unwrap();
                     if i % 2 == 0 {
-                        mb.recv();
+                        mb.recv().unwrap();
                     } else {
                         sim::sleep(Duration::from_secs(1 << 20));
                     }
@@ -656,7 +658,7 @@ fn deadlocked_program() {
     let _ = sim::run(5, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
         rt.block_on(|| {
-            let (addr, h) = sim::spawn_actor(|mut mb: Mailbox<u8>| mb.recv());
+            let (addr, h) = sim::spawn_actor(|mut mb: Mailbox<u8>| mb.recv().unwrap());
             let r = h.join();
             drop(addr);
             r

@@ -49,11 +49,11 @@ enum Ping {
 /// One ping-pong player: calls `on_ball` per ball (it returns whether to
 /// stop), then sends the ball back.
 fn player(mut mb: Mailbox<Ping>, on_ball: impl Fn() -> bool) {
-    let Ping::Peer(peer) = mb.recv() else {
+    let Ping::Peer(peer) = mb.recv().unwrap() else {
         panic!("the peer's address comes first")
     };
     loop {
-        let Ping::Ball = mb.recv() else {
+        let Ping::Ball = mb.recv().unwrap() else {
             panic!("one peer only")
         };
         let stop = on_ball();

@@ -258,7 +258,7 @@ fn mailbox_recv_timeout_times_out_and_then_still_receives() {
             let waited = t.elapsed();
             timed_out_tx.send(()).unwrap();
             // The timed-out wait left nothing behind: a plain recv works.
-            let first = mb.recv();
+            let first = mb.recv().unwrap();
             let second = mb.recv_timeout(Duration::from_secs(30));
             (none, waited, first, second)
         });
@@ -267,10 +267,10 @@ fn mailbox_recv_timeout_times_out_and_then_still_receives() {
         addr.send(7).unwrap();
         addr.send(8).unwrap();
         let (none, waited, first, second) = h.join().unwrap();
-        assert_eq!(none, None);
+        assert_eq!(none, Err(RecvTimeoutError::Timeout));
         assert!(waited >= Duration::from_millis(20), "timed out early: {waited:?}");
         assert_eq!(first, 7);
-        assert_eq!(second, Some(8));
+        assert_eq!(second, Ok(8));
     });
 }
 
@@ -287,14 +287,15 @@ fn message_racing_the_deadline_is_delivered_exactly_once() {
             let mut timeouts = 0u64;
             while next < N {
                 match mb.recv_timeout(Duration::from_micros(50 + next % 100)) {
-                    Some(v) => {
+                    Ok(v) => {
                         assert_eq!(v, next, "out of order or duplicated");
                         next += 1;
                     }
-                    None => timeouts += 1,
+                    Err(RecvTimeoutError::Timeout) => timeouts += 1,
+                    Err(e) => panic!("{e} with {next} of {N} received"),
                 }
             }
-            assert_eq!(mb.try_recv(), None, "a message arrived twice");
+            assert!(mb.try_recv().is_err(), "a message arrived twice");
             timeouts
         });
         let sender = rt.spawn(move || {

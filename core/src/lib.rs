@@ -184,7 +184,9 @@ macro_rules! port_api {
         pub type OneshotReceiver<T> = $crate::channel::OneshotReceiver<T, $platform>;
 
         // `SendError` (exported above) is shared by mailboxes and channels.
-        pub use $crate::channel::{CapacityError, RecvError, RecvTimeoutError, TryRecvError, TrySendError};
+        pub use $crate::channel::{
+            CapacityError, RecvError, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError,
+        };
 
         /// A new unbounded MPSC channel (semantics: `smarm_core::channel`).
         pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {

@@ -7,7 +7,11 @@
 //!   sender is followed by another wait (the race that needed `WAKING`);
 //! - a send racing the receiver's close;
 //! - two sends and the sender's address drop racing the close's drain
-//!   (close vs drop).
+//!   (close vs drop);
+//! - the last address's drop racing the receiver's park (the mailbox
+//!   closes: the receive must end, not sleep);
+//! - a bounded mailbox's blocked sender racing the receive that frees its
+//!   slot.
 //!
 //! Each asserts conservation: every message received, returned, or dropped
 //! exactly once. A lost wake shows up as a loom deadlock.
@@ -20,7 +24,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use smarm_core::mailbox::{detached, SendError};
+use smarm_core::mailbox::{detached, detached_bounded, SendError};
 
 #[path = "common/loom_platform.rs"]
 mod loom_platform;
@@ -36,16 +40,14 @@ impl Drop for Token {
     }
 }
 
-/// One SeqCst store to the state word and one push+pop on the queue before
-/// the race, as a running system has (see `Mailbox::__warm_up`).
+/// One push+pop on the queue before the race, as a running system has.
 fn warm_up<M: Send + 'static>(
     mb: &mut smarm_core::mailbox::Mailbox<M, LoomPlat>,
     addr: &smarm_core::mailbox::Addr<M, LoomPlat>,
     m: M,
 ) {
-    mb.__warm_up();
     assert!(addr.send(m).is_ok());
-    assert!(mb.try_recv().is_some());
+    assert!(mb.try_recv().is_ok());
 }
 
 /// `senders` threads each send `each` messages; the receiver takes them all.
@@ -63,11 +65,11 @@ fn senders_vs_receiver(senders: u32, each: u32) {
                 })
             })
             .collect();
-        let mut got: Vec<u32> = (0..senders * each).map(|_| mb.recv()).collect();
+        let mut got: Vec<u32> = (0..senders * each).map(|_| mb.recv().unwrap()).collect();
         for h in hs {
             h.join().unwrap();
         }
-        assert!(mb.try_recv().is_none(), "a message was duplicated");
+        assert!(mb.try_recv().is_err(), "a message was duplicated");
         got.sort();
         let mut want: Vec<u32> = (0..senders)
             .flat_map(|s| (0..each).map(move |i| s * 100 + i))
@@ -106,7 +108,7 @@ fn send_racing_close() {
             Ok(()) => None,
             Err(SendError(t)) => Some(t),
         });
-        let received = mb.try_recv();
+        let received = mb.try_recv().ok();
         drop(mb); // the close
         let returned = sender.join().unwrap();
         // Exactly one fate: received, returned, or dropped by the close
@@ -152,7 +154,7 @@ fn close_vs_sends_and_addr_drop() {
             drop(addr);
             back
         });
-        let received = mb.try_recv().is_some() as usize;
+        let received = mb.try_recv().is_ok() as usize;
         drop(mb); // the close
         let returned = sender.join().unwrap();
         assert!(received + returned <= 2);
@@ -162,5 +164,45 @@ fn close_vs_sends_and_addr_drop() {
             2,
             "a message leaked or was dropped twice (received {received}, returned {returned})"
         );
+    });
+}
+
+/// The only address sends one message and is dropped while the receiver
+/// drains and parks: the drop is a waker (`D1`–`D2` against `R1`–`R2`), so
+/// the receive ends with `Err` instead of sleeping forever (a loom
+/// deadlock).
+#[test]
+fn last_addr_drop_racing_park() {
+    loom::model(|| {
+        let (mut mb, addr) = detached::<u32, LoomPlat>();
+        warm_up(&mut mb, &addr, 7);
+        let sender = thread::spawn(move || {
+            addr.send(1).unwrap();
+            drop(addr);
+        });
+        let mut got = Vec::new();
+        while let Ok(m) = mb.recv() {
+            got.push(m);
+        }
+        sender.join().unwrap();
+        assert_eq!(got, [1], "drained, then closed");
+    });
+}
+
+/// A bounded mailbox of one slot: the second send blocks until the
+/// receiver's take frees the slot (`B2`–`B3` against `F1`–`F2`); both
+/// arrive, in order, and nobody sleeps beside a free slot.
+#[test]
+fn bounded_blocked_sender_racing_receive() {
+    loom::model(|| {
+        let (mut mb, addr) = detached_bounded::<u32, LoomPlat>(1);
+        warm_up(&mut mb, &addr, 7);
+        let sender = thread::spawn(move || {
+            addr.send(1).unwrap();
+            addr.send(2).unwrap();
+        });
+        let got = [mb.recv(), mb.recv()];
+        sender.join().unwrap();
+        assert_eq!(got, [Ok(1), Ok(2)]);
     });
 }

@@ -8,7 +8,9 @@
 //! main thread sends. Checked at every step: each message received exactly
 //! once in order (selective receive: the first match, the others keeping
 //! their order), `saved`, `is_closed`, sends failing exactly after close
-//! with the message handed back, and no message leaked or dropped twice.
+//! with the message handed back, receives saying *closed* exactly when the
+//! mailbox is drained and no address is left (and not after `addr`
+//! reconnects it), and no message leaked or dropped twice.
 #![no_main]
 
 use std::collections::VecDeque;
@@ -18,7 +20,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use smarm_core::mailbox::detached;
 use smarm_fuzz::{live, reset_live, Tracked};
-use smarm_linux::{Addr, Linux, Mailbox};
+use smarm_linux::{Addr, Linux, Mailbox, RecvError, RecvTimeoutError, TryRecvError};
 
 /// Gives a just-spawned helper thread time to reach its blocking call, so
 /// the blocked path (register, sleep, be woken) is what usually runs. Not
@@ -54,6 +56,12 @@ enum Op {
     DropAddr(u8),
     /// Drop the mailbox (its actor's exit).
     Close,
+    /// `Mailbox::addr`: a new address (reconnecting a mailbox every
+    /// address had left).
+    NewAddr,
+    /// Blocking `recv`, only when it cannot block: no message and no
+    /// address left (closed).
+    RecvClosed,
     IsClosed(u8),
 }
 
@@ -88,6 +96,15 @@ impl Model {
                 None
             }
         }
+    }
+}
+
+/// What a non-blocking receive must say when nothing is there.
+fn empty(addrs: usize) -> TryRecvError {
+    if addrs == 0 {
+        TryRecvError::Disconnected
+    } else {
+        TryRecvError::Empty
     }
 }
 
@@ -130,24 +147,32 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::TryRecv if m.open => {
                 let got = mb.as_mut().unwrap().try_recv().map(|v| v.0);
-                assert_eq!(got, m.pop(), "try_recv");
+                assert_eq!(got, m.pop().ok_or(empty(addrs.len())), "try_recv");
             }
             Op::RecvTimeout0 if m.open => {
                 let got = mb.as_mut().unwrap().recv_timeout(Duration::ZERO).map(|v| v.0);
-                assert_eq!(got, m.pop(), "recv_timeout(0)");
+                let want = m.pop().ok_or(match empty(addrs.len()) {
+                    TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                });
+                assert_eq!(got, want, "recv_timeout(0)");
             }
             Op::Recv if m.open && !m.msgs.is_empty() => {
-                let got = mb.as_mut().unwrap().recv().0;
+                let got = mb.as_mut().unwrap().recv().expect("a message is there").0;
                 assert_eq!(Some(got), m.pop(), "recv");
             }
             Op::TryRecvMatching { k, r } if m.open => {
                 let p = pred(k, r);
                 let got = mb.as_mut().unwrap().try_recv_matching(|v| p(v.0)).map(|v| v.0);
-                assert_eq!(got, m.take_matching(p), "try_recv_matching");
+                assert_eq!(
+                    got,
+                    m.take_matching(p).ok_or(empty(addrs.len())),
+                    "try_recv_matching"
+                );
             }
             Op::RecvMatching { k, r } if m.open && m.msgs.iter().any(|&v| pred(k, r)(v)) => {
                 let p = pred(k, r);
-                let got = mb.as_mut().unwrap().recv_matching(|v| p(v.0)).0;
+                let got = mb.as_mut().unwrap().recv_matching(|v| p(v.0)).expect("a match is there").0;
                 assert_eq!(Some(got), m.take_matching(p), "recv_matching");
             }
             Op::RecvWhileSend(i) if m.open && m.msgs.is_empty() && !addrs.is_empty() => {
@@ -166,7 +191,7 @@ fuzz_target!(|ops: Vec<Op>| {
                     a.send(v).map_err(|_| ()).expect("send to an open mailbox");
                     h.join().expect("receiver thread panicked")
                 });
-                assert_eq!(got.0, id, "a receive blocked on an empty mailbox");
+                assert_eq!(got.map(|v| v.0), Ok(id), "a receive blocked on an empty mailbox");
             }
             Op::Poke(i) if !addrs.is_empty() => addrs[pick(i, addrs.len())].__poke(),
             Op::Clone(i) if !addrs.is_empty() => {
@@ -182,6 +207,11 @@ fuzz_target!(|ops: Vec<Op>| {
                 m.open = false;
                 m.msgs.clear();
                 m.saved = 0;
+            }
+            Op::NewAddr if m.open => addrs.push(mb.as_ref().unwrap().addr()),
+            Op::RecvClosed if m.open && m.msgs.is_empty() && addrs.is_empty() => {
+                let got = mb.as_mut().unwrap().recv().map(|v| v.0);
+                assert_eq!(got, Err(RecvError), "recv on a closed, drained mailbox");
             }
             Op::IsClosed(i) if !addrs.is_empty() => {
                 assert_eq!(addrs[pick(i, addrs.len())].is_closed(), !m.open, "is_closed");

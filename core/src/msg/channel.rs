@@ -50,8 +50,9 @@ use alloc::sync::Arc;
 #[cfg(smarm_loom)]
 use loom::sync::Arc;
 
+pub(crate) mod bound;
 mod bounded;
-mod chan;
+pub(crate) mod chan;
 mod oneshot;
 mod unbounded;
 
@@ -119,6 +120,66 @@ impl<T> fmt::Display for TrySendError<T> {
 }
 
 impl<T> core::error::Error for TrySendError<T> {}
+
+/// Why a send with a timeout did not send: the value, handed back either
+/// way.
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub enum SendTimeoutError<T> {
+    /// No slot came free before the deadline: the receiver has not caught
+    /// up.
+    Timeout(T),
+    /// The receiver was dropped.
+    Disconnected(T),
+}
+
+impl<T> SendTimeoutError<T> {
+    /// The value that was not sent.
+    pub fn into_inner(self) -> T {
+        match self {
+            SendTimeoutError::Timeout(v) | SendTimeoutError::Disconnected(v) => v,
+        }
+    }
+
+    /// Whether the deadline passed (the receiver is still there).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SendTimeoutError::Timeout(_))
+    }
+
+    /// Whether the receiver was dropped.
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, SendTimeoutError::Disconnected(_))
+    }
+}
+
+impl<T> From<SendError<T>> for SendTimeoutError<T> {
+    fn from(e: SendError<T>) -> Self {
+        SendTimeoutError::Disconnected(e.0)
+    }
+}
+
+impl<T> fmt::Debug for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => f.write_str("Timeout(..)"),
+            SendTimeoutError::Disconnected(_) => f.write_str("Disconnected(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => {
+                f.write_str("timed out sending on a full channel (the value is returned in the error)")
+            }
+            SendTimeoutError::Disconnected(_) => f.write_str(
+                "sending on a channel whose receiver was dropped (the value is returned in the error)",
+            ),
+        }
+    }
+}
+
+impl<T> core::error::Error for SendTimeoutError<T> {}
 
 /// A receive on a channel that is empty and whose senders are all gone
 /// (for a oneshot: the sender was dropped without sending).

@@ -61,16 +61,6 @@ impl Waiter {
         }
     }
 
-    /// Whether a thread waiter has been woken (always `false` for actors,
-    /// whose wakes go through the scheduler).
-    pub(crate) fn is_woken(&self) -> bool {
-        match self {
-            Waiter::Actor(_) => false,
-            // Acquire: pairs with the Release store in `wake`.
-            Waiter::Thread(t) => t.word.load(Ordering::Acquire) == 1,
-        }
-    }
-
     /// Wakes the waiter (consumes the registration).
     pub(crate) fn wake(self) {
         match self {

@@ -142,7 +142,7 @@ pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
         + arc::<crate::spawn::join::JoinSlot<()>>()
         + size_of::<*const Actor>();
     if mailbox {
-        base + arc::<crate::msg::mailbox::Shared<()>>()
+        base + arc::<crate::msg::mailbox::SharedLayout>()
     } else {
         base
     }

@@ -323,7 +323,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        match self.spawn_actor_inner(Some(Arc::from(name)), None, f) {
+        match self.spawn_actor_inner(Some(Arc::from(name)), None, None, f) {
             Ok(r) => r,
             Err(e) => panic!("{e}"),
         }
@@ -338,17 +338,18 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.spawn_actor_inner(None, None, f)
+        self.spawn_actor_inner(None, None, None, f)
     }
 
-    /// Spawns an actor with a mailbox on this runtime, named and with a
-    /// stack size if given (every `spawn_actor*` method, and
+    /// Spawns an actor with a mailbox on this runtime, named, with a stack
+    /// size and a bounded mailbox if given (every `spawn_actor*` method, and
     /// [`ActorBuilder::spawn_actor_on`](crate::ActorBuilder::spawn_actor_on)).
     #[allow(clippy::type_complexity)]
     pub(crate) fn spawn_actor_inner<M, F, T>(
         &self,
         name: Option<Arc<str>>,
         stack: Option<usize>,
+        cap: Option<usize>,
         f: F,
     ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
     where
@@ -357,7 +358,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         T: Send + 'static,
     {
         let push = |a| self.shared.push_outside(a);
-        spawn_actor_with(Origin::Outside(&self.shared.core, &push), name, stack, f)
+        spawn_actor_with(Origin::Outside(&self.shared.core, &push), name, stack, cap, f)
     }
 
     /// [`try_spawn_actor`](Self::try_spawn_actor), panicking with the
@@ -506,10 +507,13 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             // schedules through it): keep its shared state alive for good.
             core::mem::forget(self.shared.clone());
         }
-        // Forget the registry's entries before any leftover is dropped.
+        // Forget the registry's entries before any leftover is dropped, and
+        // the registered names (each holds an address; an abandoned actor's
+        // would keep its mailbox, and through it the table, alive).
         for s in core.registry.iter() {
             s.clear();
         }
+        core.names.clear();
         // Leftovers (pushed by outside threads after the workers stopped):
         // dropping them unmaps their stacks.
         while self.shared.queue.pop().is_some() {}
@@ -582,7 +586,8 @@ impl<P: Platform> crate::spawn::ActorBuilder<P> {
         T: Send + 'static,
     {
         let stack = self.checked_stack()?;
-        rt.spawn_actor_inner(self.name, stack, f)
+        let cap = self.checked_capacity()?;
+        rt.spawn_actor_inner(self.name, stack, cap, f)
     }
 }
 

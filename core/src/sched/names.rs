@@ -28,7 +28,8 @@ pub(crate) struct Entry {
     pub(crate) id: u64,
     /// Its `Life`, to tell whether it still lives.
     pub(crate) life: Weak<Life>,
-    /// Its weak address, type-erased (`WeakAddr<M, P>`).
+    /// Its address, type-erased (`Addr<M, P>`): a registered actor's
+    /// mailbox stays open while the name is bound.
     pub(crate) addr: Box<dyn Any + Send + Sync>,
 }
 
@@ -88,6 +89,13 @@ impl<L: RawLock> Names<L> {
     pub(crate) fn remove(&self, name: &str) -> bool {
         let gone = self.map.lock().remove(name);
         gone.is_some_and(|e| e.live())
+    }
+
+    /// Unbinds every name (at runtime shutdown); the entries are dropped
+    /// after the lock is released.
+    pub(crate) fn clear(&self) {
+        let all = core::mem::take(&mut *self.map.lock());
+        drop(all);
     }
 
     /// Every name a live actor holds, sorted.

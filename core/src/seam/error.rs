@@ -136,6 +136,9 @@ pub enum SpawnError {
         /// The largest accepted.
         maximum: usize,
     },
+    /// An [`ActorBuilder::capacity`](crate::ActorBuilder::capacity) of 0
+    /// (a bounded mailbox holds at least one message).
+    MailboxCapacity,
 }
 
 impl From<StackError> for SpawnError {
@@ -160,6 +163,9 @@ impl fmt::Display for SpawnError {
                 "cannot spawn an actor with a {requested}-byte stack: the stack size must be \
                  {minimum}..={maximum} bytes"
             ),
+            SpawnError::MailboxCapacity => {
+                f.write_str("cannot spawn an actor with a mailbox capacity of 0: a bounded mailbox holds at least 1 message")
+            }
         }
     }
 }

@@ -35,14 +35,16 @@ pub enum Site {
     /// Just after the RUNNING -> PARKED CAS succeeded: the registration owns
     /// the actor; a waker may resume it on another worker from here on.
     AfterParkCas,
-    /// Inside a mailbox's receive, between storing the waiter and the
-    /// IDLE -> WAITING CAS that registers it (the receiver's half of the
-    /// Dekker pair with a sender).
-    MailboxWaitCas,
-    /// Inside a mailbox's close (its receiver's drop), between marking it
-    /// CLOSED and draining what was queued: racing senders must fail or
-    /// have their message dropped with the queue, never lost silently.
-    MailboxClose,
+    /// Inside a receive on a mailbox or channel, between registering the
+    /// receiver's waiter and re-checking the queue and the senders (the
+    /// receiver's half of the Dekker pair with a sender or the last
+    /// sender's drop).
+    RecvRegistered,
+    /// Inside a mailbox's or channel's close (its receiver's drop), between
+    /// marking the receiver gone and draining what was queued: racing
+    /// senders must fail or have their message dropped with the queue,
+    /// never lost silently.
+    RecvClose,
     /// Inside an actor's end, before each of its exit hooks runs (the
     /// hooks are already closed to newcomers): whoever an earlier hook
     /// told of the exit (a monitor, a linked actor) may act now, before the
@@ -56,8 +58,8 @@ impl Site {
         Site::RingClaimed,
         Site::BeforeParkCas,
         Site::AfterParkCas,
-        Site::MailboxWaitCas,
-        Site::MailboxClose,
+        Site::RecvRegistered,
+        Site::RecvClose,
         Site::ExitHook,
     ];
 
@@ -67,8 +69,8 @@ impl Site {
             Site::RingClaimed => "ring.claimed",
             Site::BeforeParkCas => "park.before_cas",
             Site::AfterParkCas => "park.after_cas",
-            Site::MailboxWaitCas => "mailbox.wait_cas",
-            Site::MailboxClose => "mailbox.close",
+            Site::RecvRegistered => "recv.registered",
+            Site::RecvClose => "recv.close",
             Site::ExitHook => "exit.hook",
         }
     }

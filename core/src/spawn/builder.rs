@@ -44,6 +44,7 @@ use crate::seam::platform::Platform;
 pub struct ActorBuilder<P: Platform> {
     pub(crate) name: Option<Arc<str>>,
     pub(crate) stack_size: Option<usize>,
+    pub(crate) capacity: Option<usize>,
     _p: PhantomData<fn() -> P>,
 }
 
@@ -58,6 +59,7 @@ impl<P: Platform> core::fmt::Debug for ActorBuilder<P> {
         f.debug_struct("ActorBuilder")
             .field("name", &self.name)
             .field("stack_size", &self.stack_size)
+            .field("capacity", &self.capacity)
             .finish()
     }
 }
@@ -68,6 +70,7 @@ impl<P: Platform> ActorBuilder<P> {
         ActorBuilder {
             name: None,
             stack_size: None,
+            capacity: None,
             _p: PhantomData,
         }
     }
@@ -85,6 +88,36 @@ impl<P: Platform> ActorBuilder<P> {
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
+    }
+
+    /// A bounded mailbox of `messages` slots for the actors that
+    /// [`spawn_actor`](Self::spawn_actor) makes (unbounded by default): a
+    /// send to a full mailbox waits (an actor parks, a thread blocks) until
+    /// the actor takes a message; `Addr::try_send` and
+    /// `Addr::send_timeout` do not wait, or wait at most so long. 0 is an
+    /// error ([`SpawnError::MailboxCapacity`]).
+    ///
+    /// ```ignore
+    /// let (addr, h) = ActorBuilder::new().capacity(64).spawn_actor(|mut mb: Mailbox<u64>| {
+    ///     let mut n = 0;
+    ///     while mb.recv().is_ok() {
+    ///         n += 1;
+    ///     }
+    ///     n
+    /// })?;
+    /// assert_eq!(addr.capacity(), Some(64));
+    /// ```
+    pub fn capacity(mut self, messages: usize) -> Self {
+        self.capacity = Some(messages);
+        self
+    }
+
+    /// The mailbox capacity, checked (at least 1).
+    pub(crate) fn checked_capacity(&self) -> Result<Option<usize>, SpawnError> {
+        match self.capacity {
+            Some(0) => Err(SpawnError::MailboxCapacity),
+            c => Ok(c),
+        }
     }
 
     /// The stack size, checked against the bounds.
@@ -122,6 +155,7 @@ impl<P: Platform> ActorBuilder<P> {
         T: Send + 'static,
     {
         let stack = self.checked_stack()?;
-        spawn_actor_with::<P, M, F, T>(Origin::Here, self.name, stack, f)
+        let cap = self.checked_capacity()?;
+        spawn_actor_with::<P, M, F, T>(Origin::Here, self.name, stack, cap, f)
     }
 }

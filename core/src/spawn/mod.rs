@@ -83,6 +83,7 @@ pub(crate) fn spawn_actor_with<P, M, F, T>(
     origin: Origin<'_, P>,
     name: Option<Arc<str>>,
     stack: Option<usize>,
+    cap: Option<usize>,
     f: F,
 ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
 where
@@ -92,7 +93,7 @@ where
     T: Send + 'static,
 {
     let mut addr = None;
-    let h = spawn_with::<P, _, T>(origin, name, stack, |life| mailbox::bind(life, f, &mut addr))?;
+    let h = spawn_with::<P, _, T>(origin, name, stack, |life| mailbox::bind(life, cap, f, &mut addr))?;
     Ok((addr.expect("the body builder ran"), h))
 }
 
@@ -130,7 +131,7 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_actor_with::<P, M, F, T>(Origin::Here, None, None, f)
+    spawn_actor_with::<P, M, F, T>(Origin::Here, None, None, None, f)
 }
 
 /// [`try_spawn_actor`] with a name.
@@ -145,7 +146,7 @@ where
     F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_actor_with::<P, M, F, T>(Origin::Here, Some(Arc::from(name)), None, f)
+    spawn_actor_with::<P, M, F, T>(Origin::Here, Some(Arc::from(name)), None, None, f)
 }
 
 /// Spawns an actor from inside an actor; the child runs at once

@@ -51,7 +51,7 @@ impl<P: Platform> ActorRef<P> {
     ) {
         let to = to.clone();
         self.on_exit(Box::new(move |d: &Down| {
-            let _ = to.send(f(d.clone()));
+            let _ = to.send_notice(f(d.clone()));
         }));
     }
 }
@@ -143,7 +143,8 @@ pub fn trap_exits_into<P: Platform, M: Send + 'static>(
     // SAFETY: the running actor is alive while it runs.
     unsafe {
         (*a).life.set_trap(Box::new(move |d: &Down| {
-            to.upgrade().is_some_and(|to| to.send(f(d.clone())).is_ok())
+            to.upgrade()
+                .is_some_and(|to| to.send_notice(f(d.clone())).is_ok())
         }))
     };
     true

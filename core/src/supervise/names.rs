@@ -8,12 +8,14 @@
 //! The free functions work on the runtime of the calling actor; the
 //! `Runtime` methods of the same names work from any thread. A name is
 //! bound to one actor at a time; an actor may hold several names. The map
-//! keeps weak addresses: a registered actor's mailbox closes as usual when
-//! it exits, and the name goes with it.
+//! holds the address: while the name is bound, the actor's mailbox does
+//! not close for lack of addresses (anyone may still look it up and send),
+//! so a registered server's `recv` keeps waiting; the binding goes when
+//! the actor ends or the name is unregistered.
 //!
 //! ```ignore
 //! // With a port crate (`smarm_linux`, `smarm_darwin`) as `smarm`:
-//! let (addr, h) = smarm::spawn_actor(|mut mb: smarm::Mailbox<u32>| mb.recv());
+//! let (addr, h) = smarm::spawn_actor(|mut mb: smarm::Mailbox<u32>| mb.recv().unwrap());
 //! smarm::register("counter", &addr).unwrap();
 //! let found: smarm::Addr<u32> = smarm::whereis("counter").unwrap();
 //! found.send(1).unwrap();
@@ -25,7 +27,7 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::msg::mailbox::{Addr, WeakAddr};
+use crate::msg::mailbox::Addr;
 use crate::sched::names::{Entry, Names};
 use crate::seam::error::RegisterError;
 use crate::seam::platform::{Platform, RawLock};
@@ -58,7 +60,7 @@ where
     let entry = Entry {
         id: life.id,
         life: Arc::downgrade(life),
-        addr: Box::new(addr.downgrade()),
+        addr: Box::new(addr.clone()),
     };
     if names.insert(name.clone(), entry).is_err() {
         return Err(RegisterError::Taken { name });
@@ -80,11 +82,7 @@ where
     L: RawLock,
 {
     names
-        .with(name, |e| {
-            e.addr
-                .downcast_ref::<WeakAddr<M, P>>()
-                .and_then(WeakAddr::upgrade)
-        })
+        .with(name, |e| e.addr.downcast_ref::<Addr<M, P>>().cloned())
         .flatten()
 }
 

@@ -223,7 +223,12 @@ pub fn supervise<P: Platform>(mut mb: Mailbox<SupervisorMsg, P>, spec: Superviso
         s.start(i);
     }
     loop {
-        match mb.recv() {
+        // `Err` only for a supervisor that runtime shutdown cancels (it
+        // holds its own address): its children are being cancelled too.
+        let Ok(msg) = mb.recv() else {
+            return;
+        };
+        match msg {
             SupervisorMsg::Stop => {
                 s.stop_range(&mut mb, 0..n);
                 s.event(SupervisorEvent::Stopped);
@@ -357,8 +362,10 @@ impl<P: Platform> Sup<P> {
             };
             r.kill();
             let id = r.id();
+            // `Err`: the runtime is shutting down (the wait gives up; the
+            // child is being cancelled anyway).
             let m = mb.recv_matching(|m| matches!(m, SupervisorMsg::Down(d) if d.id == id));
-            if let SupervisorMsg::Down(d) = m {
+            if let Ok(SupervisorMsg::Down(d)) = m {
                 self.event(SupervisorEvent::Exited {
                     child: self.spec.children[i].name.clone(),
                     down: d,

@@ -9,7 +9,8 @@
 //!   (futex waits and wakes, `yield_thread`, every scheduler turn, a
 //!   thread's start and end, and, with the `failpoints` feature, core's
 //!   failpoints: between a ring slot's claim and publish, around the park
-//!   CAS, inside mailbox close, between exit hooks).
+//!   CAS, in a receive between registering and re-checking, inside a
+//!   mailbox's or channel's close, between exit hooks).
 //! - **A seeded policy decides.** At every point it picks the next thread
 //!   among the runnable ones, and at every scheduler turn it picks which of
 //!   the queued actors runs next (`Platform::pick`; the run-next slot is

@@ -1,6 +1,6 @@
-//! The part every MPSC channel shares: the message queue, the receiver's
-//! one-pointer waiter slot, the connection word and the receiver's park
-//! protocol.
+//! The part every MPSC channel and every mailbox shares: the message
+//! queue, the receiver's one-pointer waiter slot, the sender count and the
+//! receiver's park protocol.
 //!
 //! # Words
 //!
@@ -8,26 +8,20 @@
 //! |-----------|----------------------|------------------------------------------------------|
 //! | `rx`      | null                 | the receiver is not waiting (or is withdrawing)      |
 //! | `rx`      | a tagged [`Waiter`]  | the receiver's registration; whoever swaps it out owns it and wakes it |
-//! | `state`   | bit `TX_GONE` (1)    | every sender was dropped (set once, by the last)     |
 //! | `state`   | bit `RX_GONE` (2)    | the receiver was dropped (set once)                  |
-//! | `senders` | n                    | live sender handles                                  |
+//! | `senders` | n                    | live sender handles; 0: disconnected (a mailbox's receiver may make a new address and reconnect it) |
 //!
 //! # Protocol (numbered as in the code)
 //!
-//! This is the mailbox's park protocol ([`crate::msg::mailbox`]'s module doc),
-//! with two changes: the registration *is* the slot (a swap of one pointer
-//! instead of a cell plus a `WAITING` state), and the last sender's drop is
-//! a second waker.
-//!
-//! Receiver, finding the queue empty and `TX_GONE` clear:
+//! Receiver, finding the queue empty and `senders` non-zero:
 //! 1. `R1` swaps its [`Waiter`] into `rx` (SeqCst);
 //! 2. `R2` re-checks: the queue with a SeqCst load of its tail
-//!    ([`MpscQueue::is_empty_sc`]), then `TX_GONE` with a SeqCst load; if
+//!    ([`MpscQueue::is_empty_sc`]), then `senders` with a SeqCst load; if
 //!    either says "don't sleep", it swaps `rx` back to null to withdraw —
 //!    finding null there means a waker took the registration, whose wake will
 //!    at worst make a later wait spurious;
 //! 3. `R3` waits (an actor parks; a thread futex-waits on its own word), then
-//!    the caller loops: pop, check `TX_GONE`, wait.
+//!    the caller loops: pop, check `senders`, wait.
 //!
 //! Sender (`send`):
 //! 1. `S1` if `RX_GONE`, returns the value in the error;
@@ -36,7 +30,7 @@
 //!    registration, wakes it.
 //!
 //! Last sender's drop:
-//! 1. `D1` sets `TX_GONE` (a SeqCst read-modify-write);
+//! 1. `D1` decrements `senders` to 0 (a SeqCst read-modify-write);
 //! 2. `D2` as `S3`.
 //!
 //! `R1`–`R2` against `S2`–`S3`, and against `D1`–`D2`, are Dekker pairs of
@@ -45,12 +39,13 @@
 //! swaps a given registration out of `rx`, so it is woken at most once (the
 //! park invariant).
 //!
-//! Why not the mailbox's `state` + cell: there, a sender that won the
-//! `WAITING → IDLE` CAS reads the cell *after* the CAS, while the receiver,
-//! having seen its withdraw fail, may already be writing its next
-//! registration into the same cell. With the pointer slot the taker owns
-//! what it swapped out; a late wake lands on a stale registration (a
-//! spurious wake of the actor, or an abandoned thread word).
+//! Why a pointer slot and not a state word plus a cell (`IDLE → WAITING →
+//! WAKING`, the mailbox's protocol before it moved onto this one): there,
+//! a sender that won the `WAITING → WAKING` CAS reads the cell *after* the
+//! CAS, so the receiver needs a third state to know when the cell is its
+//! own again. With the pointer slot the taker owns what it swapped out; a
+//! late wake lands on a stale registration (a spurious wake of the actor,
+//! or an abandoned thread word).
 //!
 //! Every write of `rx` is SeqCst, the withdrawing and waking swaps too
 //! (AcqRel would do on hardware): loom lets a SeqCst load skip a newer
@@ -60,10 +55,13 @@
 //!
 //! # Disconnection, drained
 //!
-//! Each sender's drop decrements `senders` with Release after its last push;
-//! the last one's Acquire decrement therefore follows every push, and its
-//! `D1` publishes them all. A receiver that reads `TX_GONE` with Acquire
-//! and then finds the queue empty knows no message will come: `Err`.
+//! Each sender's drop decrements `senders` (SeqCst, so Release) after its
+//! last push; the decrements form one release sequence, so a receiver that
+//! reads 0 with Acquire follows every push, and then finding the queue
+//! empty knows no message will come: `Err`. A mailbox can be reconnected
+//! (its receiver makes a new address, or a weak address is upgraded: see
+//! `mailbox`); a receiver that saw the disconnection then simply sees
+//! the new messages at its next receive.
 //!
 //! # Memory
 //!
@@ -84,11 +82,8 @@ use crate::seam::platform::Platform;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
 
 use super::{RecvError, RecvTimeoutError, TryRecvError};
-use crate::actor::WAIT_CHANNEL;
 use crate::sched::timer::Poke;
 
-/// `state` bit: every sender was dropped.
-const TX_GONE: u32 = 1;
 /// `state` bit: the receiver was dropped.
 const RX_GONE: u32 = 2;
 
@@ -194,7 +189,7 @@ impl Drop for WaiterSlot {
 // ---------------------------------------------------------------------------
 
 /// The shared state of an MPSC channel (bounded or not); see the module doc.
-pub(super) struct Chan<T> {
+pub(crate) struct Chan<T> {
     queue: MpscQueue<T>,
     state: AtomicU32,
     senders: AtomicUsize,
@@ -206,7 +201,7 @@ pub(super) struct Chan<T> {
 
 impl<T> Chan<T> {
     /// A connected, empty channel with one sender.
-    pub(super) fn new<P: Platform>() -> Self {
+    pub(crate) fn new<P: Platform>() -> Self {
         // SAFETY: a fresh node from the node allocator (a `Node::layout`
         // block), exclusively ours; the queue owns it from here.
         let queue = unsafe { MpscQueue::new(sched::node_alloc::<T, P>()) };
@@ -217,15 +212,16 @@ impl<T> Chan<T> {
             rx: WaiterSlot::new(),
         };
         if LOOM {
-            // As in `WaiterSlot::new`.
+            // As in `WaiterSlot::new` (`senders` is a Dekker word too).
             c.state.store(0, Ordering::SeqCst);
+            c.senders.store(1, Ordering::SeqCst);
         }
         c
     }
 
     /// `S1`: whether the receiver was dropped.
     #[inline]
-    pub(super) fn rx_gone(&self) -> bool {
+    pub(crate) fn rx_gone(&self) -> bool {
         // Relaxed: a fast rejection. A drop that happened-before this call
         // is seen (coherence); a racing one may be missed, and the message
         // is then dropped with the channel.
@@ -234,7 +230,7 @@ impl<T> Chan<T> {
 
     /// `S2`–`S3`: queues `v` and wakes a waiting receiver.
     #[inline]
-    pub(super) fn push<P: Platform>(&self, v: T) {
+    pub(crate) fn push<P: Platform>(&self, v: T) {
         // S2 (a SeqCst swap inside).
         // SAFETY: a fresh node from the node allocator, exclusively ours.
         unsafe { self.queue.push(sched::node_alloc::<T, P>(), v) };
@@ -249,35 +245,46 @@ impl<T> Chan<T> {
     /// `S3`'s slow path, `D2`, and a receive timer's poke: takes the
     /// registration, if any, and wakes it.
     #[cold]
-    pub(super) fn wake_receiver(&self) {
+    pub(crate) fn wake_receiver(&self) {
         if let Some(w) = self.rx.take() {
             w.wake();
         }
     }
 
-    /// A new sender handle was made from a live one.
-    pub(super) fn add_sender(&self) {
-        // Relaxed: as `Arc::clone`: the count is at least 1 (the handle
-        // cloned from is alive) and the decrements carry the ordering. It
-        // cannot overflow before the handles' own `Arc` count would abort.
-        self.senders.fetch_add(1, Ordering::Relaxed);
+    /// A new sender handle was made (from a live one, or, for a mailbox,
+    /// by its receiver or a weak address, reconnecting it).
+    pub(crate) fn add_sender(&self) {
+        // SeqCst, though Relaxed would do on hardware (as `Arc::clone`: the
+        // decrements carry the ordering; a reconnection from 0 races a
+        // receive that may see either value, and both are right, see
+        // "Disconnection, drained"): `senders` is a Dekker word (`D1`
+        // against `R2`), and loom checks a Dekker pair only when every
+        // store to the word is SeqCst (see `WaiterSlot::take`). The same
+        // instruction on x86-64 (`lock xadd`); clones are not a hot path.
+        // It cannot overflow before the handles' own `Arc` count would
+        // abort.
+        self.senders.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A sender handle was dropped: the last one disconnects (`D1`–`D2`).
-    pub(super) fn drop_sender(&self) {
-        // AcqRel: Release orders this sender's pushes before the decrement;
-        // the last decrement's Acquire reads the release sequence of all
-        // the others, so `D1` below publishes every push ("Disconnection,
-        // drained" in the module doc).
-        if self.senders.fetch_sub(1, Ordering::AcqRel) != 1 {
+    pub(crate) fn drop_sender(&self) {
+        // D1. SeqCst: Release orders this sender's pushes before the
+        // decrement (the receiver's Acquire of 0 then sees them all); the
+        // last one is the waker's first half of the Dekker pair.
+        if self.senders.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
-        // D1. SeqCst: the waker's first half of the Dekker pair.
-        self.state.fetch_or(TX_GONE, Ordering::SeqCst);
         // D2.
         if self.rx.is_set() {
             self.wake_receiver();
         }
+    }
+
+    /// Whether every sender is gone (`Acquire`: pairs with `D1`, so every
+    /// push happened-before).
+    #[inline]
+    fn disconnected(&self) -> bool {
+        self.senders.load(Ordering::Acquire) == 0
     }
 
     /// Pops the oldest message, if one is reachable now.
@@ -286,7 +293,7 @@ impl<T> Chan<T> {
     ///
     /// Receiver only (the queue's single consumer; `&mut` on its handle).
     #[inline]
-    pub(super) unsafe fn pop<P: Platform>(&self) -> Option<T> {
+    pub(crate) unsafe fn pop<P: Platform>(&self) -> Option<T> {
         let mut backoff = Backoff::new();
         loop {
             // SAFETY: single consumer (contract).
@@ -311,13 +318,12 @@ impl<T> Chan<T> {
     ///
     /// Receiver only, as for [`pop`](Self::pop).
     #[inline]
-    pub(super) unsafe fn try_recv<P: Platform>(&self) -> Result<T, TryRecvError> {
+    pub(crate) unsafe fn try_recv<P: Platform>(&self) -> Result<T, TryRecvError> {
         // SAFETY: forwarded contract.
         if let Some(v) = unsafe { self.pop::<P>() } {
             return Ok(v);
         }
-        // Acquire: pairs with `D1` (a Release RMW): every push happened-before.
-        if self.state.load(Ordering::Acquire) & TX_GONE != 0 {
+        if self.disconnected() {
             // Every push is complete and visible, so this pop is final.
             // SAFETY: forwarded contract.
             return unsafe { self.pop::<P>() }.ok_or(TryRecvError::Disconnected);
@@ -326,22 +332,42 @@ impl<T> Chan<T> {
     }
 
     /// Waits for a message; `Err` once disconnected and drained (or when a
-    /// cancelled actor would have to wait).
+    /// cancelled actor would have to wait). `what` says what a parked actor
+    /// waits on (`WAIT_CHANNEL`, `WAIT_MAILBOX`: a hint for dumps).
     ///
     /// # Safety
     ///
     /// Receiver only, as for [`pop`](Self::pop).
-    pub(super) unsafe fn recv<P: Platform>(&self) -> Result<T, RecvError> {
+    #[inline]
+    pub(crate) unsafe fn recv<P: Platform>(&self, what: u8) -> Result<T, RecvError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.recv_with::<P>(what, |c| c.try_recv::<P>()) }
+    }
+
+    /// The receive loop of every untimed receive: `take` (which pops from
+    /// this channel, and may look elsewhere first: a mailbox's save queue)
+    /// until it gives a value or says `Disconnected`, waiting (`R1`–`R3`)
+    /// whenever it says `Empty`.
+    ///
+    /// # Safety
+    ///
+    /// Receiver only, as for [`pop`](Self::pop); `take` pops only as the
+    /// receiver.
+    #[inline]
+    pub(crate) unsafe fn recv_with<P: Platform>(
+        &self,
+        what: u8,
+        mut take: impl FnMut(&Self) -> Result<T, TryRecvError>,
+    ) -> Result<T, RecvError> {
         // A safe point: an actor whose timeslice is spent yields here.
         sched::safe_point::<P>();
         loop {
-            // SAFETY: forwarded contract.
-            match unsafe { self.try_recv::<P>() } {
+            match take(self) {
                 Ok(v) => return Ok(v),
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {
                     // SAFETY: forwarded contract.
-                    if !unsafe { self.wait::<P>(None, || sched::park::<P>(WAIT_CHANNEL)) } {
+                    if !unsafe { self.wait::<P>(None, || sched::park::<P>(what)) } {
                         return Err(RecvError);
                     }
                 }
@@ -352,21 +378,23 @@ impl<T> Chan<T> {
     /// Waits for a message until `deadline` (platform ns) at most; an
     /// actor's wait is ended at the deadline by a timer poking `poke()`
     /// (which must take this channel's registration: `wake_receiver`). A
-    /// message racing the deadline is returned, not lost (one more pop
-    /// after the wait is withdrawn).
+    /// message racing the deadline is returned, not lost (one more `take`
+    /// after the wait is withdrawn). `take` as for
+    /// [`recv_with`](Self::recv_with).
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop).
-    pub(super) unsafe fn recv_deadline<P: Platform, K: Poke + 'static>(
+    /// As for [`recv_with`](Self::recv_with).
+    pub(crate) unsafe fn recv_deadline_with<P: Platform, K: Poke + 'static>(
         &self,
+        what: u8,
         deadline: u64,
         poke: impl Fn() -> K,
+        mut take: impl FnMut(&Self) -> Result<T, TryRecvError>,
     ) -> Result<T, RecvTimeoutError> {
         sched::safe_point::<P>();
         loop {
-            // SAFETY: forwarded contract.
-            match unsafe { self.try_recv::<P>() } {
+            match take(self) {
                 Ok(v) => return Ok(v),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) => {}
@@ -374,19 +402,14 @@ impl<T> Chan<T> {
             if P::now_ns() >= deadline || cancelled::<P>() {
                 // Withdraw (a registration a waker took is its to wake).
                 drop(self.rx.take());
-                // SAFETY: forwarded contract.
-                return match unsafe { self.try_recv::<P>() } {
+                return match take(self) {
                     Ok(v) => Ok(v),
                     Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
                     Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
                 };
             }
             // SAFETY: forwarded contract.
-            unsafe {
-                self.wait::<P>(Some(deadline), || {
-                    sched::park_until::<P>(WAIT_CHANNEL, deadline, poke())
-                })
-            };
+            unsafe { self.wait::<P>(Some(deadline), || sched::park_until::<P>(what, deadline, poke())) };
         }
     }
 
@@ -409,9 +432,10 @@ impl<T> Chan<T> {
         };
         // R1.
         self.rx.put(w);
+        crate::seam::failpoint::hit(crate::seam::failpoint::Site::RecvRegistered);
         // R2. SeqCst loads: the receiver's second half of the Dekker pairs.
         // SAFETY: single consumer (contract).
-        if !unsafe { self.queue.is_empty_sc() } || self.state.load(Ordering::SeqCst) & TX_GONE != 0 {
+        if !unsafe { self.queue.is_empty_sc() } || self.senders.load(Ordering::SeqCst) == 0 {
             drop(self.rx.take());
             return true;
         }
@@ -429,10 +453,11 @@ impl<T> Chan<T> {
     /// # Safety
     ///
     /// Receiver only, as for [`pop`](Self::pop); called once, from its drop.
-    pub(super) unsafe fn close_rx<P: Platform>(&self) {
+    pub(crate) unsafe fn close_rx<P: Platform>(&self) {
         // SeqCst: as strong as the other `state` writes (see `bounded`'s
         // module doc for the wait list that also depends on it).
         self.state.fetch_or(RX_GONE, Ordering::SeqCst);
+        crate::seam::failpoint::hit(crate::seam::failpoint::Site::RecvClose);
         // A registration left by a `recv` that unwound while waiting.
         drop(self.rx.take());
         // SAFETY: single consumer (contract); spent nodes are ours.
@@ -440,6 +465,27 @@ impl<T> Chan<T> {
             self.queue.drain(|v, node| {
                 sched::node_free::<T, P>(node);
                 drop(v);
+            })
+        };
+    }
+
+    /// [`close_rx`](Self::close_rx) for a receiver whose owner is gone
+    /// without dropping it (an overflow recovery abandoned its frame):
+    /// nodes go to the global allocator (interchangeable with any worker's
+    /// cache), since the caller may not be the receiver's worker.
+    ///
+    /// # Safety
+    ///
+    /// The receiver will never run again; the caller is the single consumer.
+    pub(crate) unsafe fn close_rx_global(&self) {
+        // SeqCst: as in `close_rx`.
+        self.state.fetch_or(RX_GONE, Ordering::SeqCst);
+        drop(self.rx.take());
+        // SAFETY: single consumer (contract).
+        unsafe {
+            self.queue.drain(|v, node| {
+                drop(v);
+                crate::lockfree::mpsc_queue::Node::<T>::free_global(node);
             })
         };
     }

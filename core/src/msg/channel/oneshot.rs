@@ -217,12 +217,13 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
     where
         T: Send + 'static,
     {
-        self.recv_deadline(sched::deadline_after::<P>(timeout))
+        self.recv_deadline_ns(sched::deadline_after::<P>(timeout))
     }
 
     /// [`recv_timeout`](Self::recv_timeout) with a deadline in ns on the
-    /// platform's monotonic clock.
-    pub fn recv_deadline(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
+    /// platform's monotonic clock (for ports).
+    #[doc(hidden)]
+    pub fn recv_deadline_ns(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
     where
         T: Send + 'static,
     {

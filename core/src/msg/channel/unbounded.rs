@@ -10,6 +10,7 @@ use core::time::Duration;
 
 use super::chan::Chan;
 use super::{Arc, RecvError, RecvTimeoutError, SendError, TryRecvError};
+use crate::actor::WAIT_CHANNEL;
 use crate::sched;
 use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;
@@ -96,7 +97,7 @@ impl<T, P: Platform> Receiver<T, P> {
     /// runtime shutdown is cancelling, which must not park.
     pub fn recv(&mut self) -> Result<T, RecvError> {
         // SAFETY: `&mut self`: this receiver is the queue's only consumer.
-        unsafe { self.chan.recv::<P>() }
+        unsafe { self.chan.recv::<P>(WAIT_CHANNEL) }
     }
 
     /// The next message, waiting at most `timeout`: `Timeout` if none came
@@ -105,22 +106,20 @@ impl<T, P: Platform> Receiver<T, P> {
     where
         T: Send + 'static,
     {
-        self.recv_deadline(sched::deadline_after::<P>(timeout))
+        self.recv_deadline_ns(sched::deadline_after::<P>(timeout))
     }
 
     /// [`recv_timeout`](Self::recv_timeout) with a deadline in ns on the
-    /// platform's monotonic clock.
-    pub fn recv_deadline(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
+    /// platform's monotonic clock (for ports).
+    #[doc(hidden)]
+    pub fn recv_deadline_ns(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError>
     where
         T: Send + 'static,
     {
-        let chan = self.chan.clone();
+        let chan = &self.chan;
+        let poke = || PokeWith(chan.clone(), |c: &Arc<Chan<T>>| c.wake_receiver());
         // SAFETY: as in `recv`.
-        unsafe {
-            self.chan.recv_deadline::<P, _>(deadline_ns, || {
-                PokeWith(chan.clone(), |c: &Arc<Chan<T>>| c.wake_receiver())
-            })
-        }
+        unsafe { chan.recv_deadline_with::<P, _>(WAIT_CHANNEL, deadline_ns, poke, |c| c.try_recv::<P>()) }
     }
 
     /// The next message if one is here now: `Empty` if not (senders

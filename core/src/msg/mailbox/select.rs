@@ -2,51 +2,77 @@
 //! kept in arrival order in the mailbox's save queue (Erlang's `receive`
 //! with patterns, and with `after`: [`Mailbox::recv_matching_timeout`]).
 
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use core::time::Duration;
 
-use super::Mailbox;
+use super::{Mailbox, Shared};
+use crate::actor::WAIT_MAILBOX;
+use crate::msg::channel::chan::Chan;
+use crate::msg::channel::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::sched;
+use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;
+
+/// The first message matching `pred`: the save queue first, then new
+/// arrivals (non-matching ones join the save queue). `Disconnected` when
+/// nothing matches, the queue is drained and no address is left.
+///
+/// # Safety
+///
+/// Receiver only (the queue's single consumer).
+unsafe fn take_matching<M, P: Platform>(
+    shared: &Shared<M, P>,
+    save: &mut VecDeque<M>,
+    pred: &mut impl FnMut(&M) -> bool,
+) -> Result<M, TryRecvError> {
+    if let Some(i) = save.iter().position(&mut *pred) {
+        return Ok(save.remove(i).expect("found above"));
+    }
+    loop {
+        // SAFETY: forwarded contract.
+        let m = unsafe { shared.pop() }?;
+        if pred(&m) {
+            return Ok(m);
+        }
+        save.push_back(m);
+    }
+}
 
 impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// The first message matching `pred` (saved messages first, then new
     /// arrivals), if any is here now; the others keep their order.
-    pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Option<M> {
-        if let Some(i) = self.save.iter().position(&mut pred) {
-            return self.save.remove(i);
-        }
-        while let Some(m) = self.pop() {
-            if pred(&m) {
-                return Some(m);
-            }
-            self.save.push_back(m);
-        }
-        None
+    /// `Disconnected` when none can come any more (no match is saved and
+    /// no `Addr` is left).
+    pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Result<M, TryRecvError> {
+        // SAFETY: `&mut self`: the single consumer.
+        unsafe { take_matching(&self.shared, &mut self.save, &mut pred) }
     }
 
     /// Selective receive: waits for the first message matching `pred`,
-    /// leaving the others in the mailbox in arrival order.
-    pub fn recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> M {
-        loop {
-            if let Some(m) = self.try_recv_matching(&mut pred) {
-                return m;
-            }
-            self.wait(None);
-        }
+    /// leaving the others in the mailbox in arrival order. `Err` once no
+    /// match can come (none is saved and no `Addr` is left).
+    pub fn recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Result<M, RecvError> {
+        let Mailbox { shared, save } = self;
+        // SAFETY: `&mut self`: the single consumer.
+        let take = |_: &Chan<M>| unsafe { take_matching(shared, save, &mut pred) };
+        // SAFETY: as above.
+        unsafe { shared.chan.recv_with::<P>(WAIT_MAILBOX, take) }
     }
 
     /// Selective receive with a timeout (Erlang's `receive ... after`):
     /// the first message matching `pred`, waiting at most `timeout`;
-    /// `None` if none came. Messages that do not match stay in the mailbox
-    /// in arrival order, whether it returns a match or times out; a match
-    /// that arrives together with the deadline is returned, not lost (as
-    /// for [`recv_timeout`](Self::recv_timeout)).
+    /// `Timeout` if none came, `Disconnected` if none can come. Messages
+    /// that do not match stay in the mailbox in arrival order, whether it
+    /// returns a match or times out; a match that arrives together with
+    /// the deadline is returned, not lost (as for
+    /// [`recv_timeout`](Self::recv_timeout)).
     ///
     /// ```ignore
     /// enum Msg { Reply(u64, String), Other(u32) }
     /// // Wait 50 ms for the reply to request 7; other messages wait their turn.
     /// match mb.recv_matching_timeout(Duration::from_millis(50), |m| matches!(m, Msg::Reply(7, _))) {
-    ///     Some(Msg::Reply(_, body)) => println!("{body}"),
+    ///     Ok(Msg::Reply(_, body)) => println!("{body}"),
     ///     _ => println!("no reply in time"),
     /// }
     /// ```
@@ -54,9 +80,18 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         &mut self,
         timeout: Duration,
         mut pred: impl FnMut(&M) -> bool,
-    ) -> Option<M> {
+    ) -> Result<M, RecvTimeoutError> {
         let deadline_ns = sched::deadline_after::<P>(timeout);
-        self.take_until(deadline_ns, |mb| mb.try_recv_matching(&mut pred))
+        let Mailbox { shared, save } = self;
+        // SAFETY: `&mut self`: the single consumer.
+        let take = |_: &Chan<M>| unsafe { take_matching(shared, save, &mut pred) };
+        let poke = || PokeWith(shared.clone(), |s: &Arc<Shared<M, P>>| s.chan.wake_receiver());
+        // SAFETY: as above.
+        unsafe {
+            shared
+                .chan
+                .recv_deadline_with::<P, _>(WAIT_MAILBOX, deadline_ns, poke, take)
+        }
     }
 
     /// Messages in the save queue (skipped by selective receives).

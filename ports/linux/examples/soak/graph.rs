@@ -43,7 +43,7 @@ use std::time::Duration;
 use std::io::{ErrorKind, Read, Write};
 
 use smarm_linux::unix::net::UnixStream;
-use smarm_linux::{self as smarm, Addr, JoinError, Mailbox, SendError};
+use smarm_linux::{self as smarm, Addr, JoinError, Mailbox, RecvTimeoutError, SendError, TryRecvError};
 
 use crate::guard::PROGRESS;
 
@@ -496,21 +496,25 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
                 Msg::Stop | Msg::Down => true,
             };
             match mb.try_recv_matching(pick) {
-                Some(m) => m,
-                None => continue,
+                Ok(m) => m,
+                Err(TryRecvError::Empty) => continue,
+                Err(TryRecvError::Disconnected) => break,
             }
         } else if rng.one_in(64) {
             bump(&TIMED_RECVS);
             match mb.recv_timeout(Duration::from_micros(rng.below(100))) {
-                Some(m) => m,
-                None => continue,
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
             }
         } else {
-            mb.recv()
+            let Ok(m) = mb.recv() else { break };
+            m
         };
         let d = match m {
             Msg::Stop if sabotage(HANG) => {
-                mb.recv_matching(|_| false);
+                let _me = mb.addr(); // never closed: the wait is forever
+                let _ = mb.recv_matching(|_| false);
                 unreachable!("nothing matches");
             }
             Msg::Stop => break,
@@ -580,13 +584,13 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
             let drain = if rng.one_in(2) { 0 } else { rng.below(64) };
             for _ in 0..drain {
                 match mb.try_recv() {
-                    Some(Msg::Data(d)) => {
+                    Ok(Msg::Data(d)) => {
                         check.check(d);
                         send_one(&w, &mut carry.sender, rng, true);
                     }
-                    Some(Msg::Down) => bump(&DOWNS),
-                    Some(Msg::Stop) => unreachable!("Stop is sent only when nothing is in flight"),
-                    None => break,
+                    Ok(Msg::Down) => bump(&DOWNS),
+                    Ok(Msg::Stop) => unreachable!("Stop is sent only when nothing is in flight"),
+                    Err(_) => break,
                 }
             }
             drop(mb);
@@ -605,7 +609,7 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
     }
     let mut mb = me.mb.take().expect("open");
     me.carry = None;
-    while let Some(m) = mb.try_recv() {
+    while let Ok(m) = mb.try_recv() {
         if let Msg::Data(d) = m {
             bump(&LATE);
             check.check(d);

@@ -610,7 +610,7 @@ pub(crate) fn block<T>(
         // until `at` (the step asked for a time, not a list).
         let _kept = w.bell.take();
         let _ = match at {
-            Some(t) => rx.recv_deadline(t).map_err(|_| ()),
+            Some(t) => rx.recv_deadline_ns(t).map_err(|_| ()),
             None => rx.recv().map_err(|_| ()),
         };
     }
