@@ -340,7 +340,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/rt/runtime.rs stop 76d49843ac34
+// mirror: core/src/rt/runtime.rs stop 96163302c6ae
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);
