@@ -1,4 +1,7 @@
-//! smarm-darwin: the smarm port for Darwin (macOS).
+// The crate's README (its crates.io page) opens its docs.
+#![doc = include_str!("../README.md")]
+//!
+//! # The port
 //!
 //! Pick this crate on macOS; it fills in core's [`Platform`] with [`Darwin`]
 //! and the ISA's [`Arch`](smarm_core::arch::Arch) (`smarm_arch_aarch64::Aarch64`
