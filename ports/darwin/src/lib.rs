@@ -62,7 +62,7 @@
 //! **Stacks: `mmap`** (private, anonymous, read-write) with the lowest page
 //! `mprotect`ed `PROT_NONE` as the guard. Pages are 16 KiB on Apple silicon:
 //! the size comes from `sysconf(_SC_PAGESIZE)`, never a constant. `ENOMEM`
-//! becomes [`StackError::OutOfMaps`](smarm_core::StackError::OutOfMaps).
+//! becomes [`StackError::OutOfMaps`].
 //! Darwin has no small per-process limit on map entries like Linux's
 //! `vm.max_map_count`, so, unlike Linux, the port maps stacks until the
 //! kernel refuses. The code is shared with Linux: `smarm_unix::stack`.
