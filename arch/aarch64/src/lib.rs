@@ -1,6 +1,6 @@
 //! smarm-arch-aarch64: the AAPCS64 context switch and `cntvct_el0` reads.
 //!
-//! The one type, [`Aarch64`] (on aarch64 only), implements core's
+//! The one type, `Aarch64` (on aarch64 only), implements core's
 //! [`Arch`](smarm_core::arch::Arch) seam. It is the same on Linux and Darwin:
 //! the switch never touches x18, the platform register Darwin reserves.
 //!

@@ -356,6 +356,11 @@ impl Life {
 
     /// The actor ended with `reason`: runs its exit hooks.
     pub(crate) fn end(&self, reason: ExitReason) {
+        let name = self.name.as_deref();
+        crate::seam::trace::exited(self.id, name, &reason, reason.is_abnormal());
+        if let ExitReason::Panicked(message) = &reason {
+            crate::seam::trace::panicked(self.id, name, message);
+        }
         self.hooks.close(Down {
             id: self.id,
             name: self.name.clone(),

@@ -309,6 +309,9 @@ pub struct Actor {
     /// owned like `sp`.
     #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
     pub(crate) san: crate::actor::sanitizer::ActorSan,
+    /// Its `tracing` span (zero-sized without the feature), entered by the
+    /// worker around each resume (`crate::seam::trace`).
+    pub(crate) span: crate::seam::trace::ActorSpan,
 }
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
@@ -338,7 +341,6 @@ impl Actor {
             stack: RawCell::new(Some(stack)),
             stack_free,
             rt,
-            life,
             locals: RawCell::new(Locals::default()),
             abort_join: RawCell::new(None),
             detached: RawCell::new(false),
@@ -346,6 +348,8 @@ impl Actor {
             reg: crate::sync::AtomicU64::new(UNREGISTERED),
             killed: crate::sync::AtomicBool::new(false),
             san: crate::actor::sanitizer::ActorSan::new(),
+            span: crate::seam::trace::ActorSpan::new(id, life.name.as_deref()),
+            life,
         }
     }
 

@@ -46,11 +46,13 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         if since == 0 || w.samples.hold_seq.load(Ordering::Relaxed) != resumes {
             return;
         }
+        let held = || Duration::from_nanos(P::now_ns().saturating_sub(since));
+        crate::seam::trace::long_hold(id, index, held, true);
         if let Some(hook) = &self.core.hold_hook {
             hook(&LongHold {
                 actor: id,
                 worker: index,
-                held: Duration::from_nanos(P::now_ns().saturating_sub(since)),
+                held: held(),
                 finished: true,
             });
         }
@@ -88,6 +90,7 @@ pub(crate) fn run_monitor<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>) {
                 reported[i] = true;
                 // The monitor is this counter's only writer.
                 w.counters.long_holds(1);
+                crate::seam::trace::long_hold(id, i, || Duration::from_nanos(held), false);
                 if let Some(hook) = &core.hold_hook {
                     hook(&LongHold {
                         actor: id,

@@ -81,6 +81,11 @@ impl<P: Platform> RtCore<P> {
             unsafe { <P::Arch as Arch>::init_stack(top, actor_entry::<P>, Arc::as_ptr(&actor) as *mut u8) };
         // SAFETY: the actor is not yet shared.
         actor.sp.with_mut(|p| unsafe { *p = sp });
+        crate::seam::trace::spawned(life.id, life.name.as_deref(), || {
+            // SAFETY: `current_actor` returns the running actor, alive
+            // while it runs (it is the caller).
+            current_actor::<P>().map_or(0, |p| unsafe { (*p).id })
+        });
         // Relaxed: a count; shutdown reads it after the workers' own edges.
         self.live.fetch_add(1, Ordering::Relaxed);
         if c.is_null() {

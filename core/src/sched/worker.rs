@@ -39,7 +39,11 @@ pub(crate) unsafe fn resume_actor<P: Platform>(a: &Actor) {
     unsafe {
         let to = *a.sp.get();
         let san = crate::actor::sanitizer::worker_to_actor(a);
+        // The actor's span is current on this thread exactly while it
+        // runs here (crate::seam::trace, "The actor span").
+        a.span.enter();
         let back = <P::Arch as Arch>::switch(to);
+        a.span.exit();
         crate::actor::sanitizer::worker_resumed(san);
         *a.sp.get() = back;
     }

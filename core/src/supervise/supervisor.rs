@@ -239,6 +239,7 @@ pub fn supervise<P: Platform>(mut mb: Mailbox<SupervisorMsg, P>, spec: Superviso
                     continue; // a child already stopped and replaced
                 };
                 s.running[i] = None;
+                let cause = d.id;
                 let abnormal = d.reason.is_abnormal();
                 s.event(SupervisorEvent::Exited {
                     child: s.spec.children[i].name.clone(),
@@ -253,6 +254,7 @@ pub fn supervise<P: Platform>(mut mb: Mailbox<SupervisorMsg, P>, spec: Superviso
                     continue;
                 }
                 if !s.may_restart() {
+                    crate::seam::trace::gave_up(&s.spec.name, s.spec.max_restarts, s.spec.period);
                     s.stop_range(&mut mb, 0..n);
                     s.event(SupervisorEvent::GaveUp);
                     panic!(
@@ -268,6 +270,9 @@ pub fn supervise<P: Platform>(mut mb: Mailbox<SupervisorMsg, P>, spec: Superviso
                 s.stop_range(&mut mb, range.clone());
                 for j in range {
                     s.start(j);
+                    if let Some(r) = &s.running[j] {
+                        crate::seam::trace::restarted(&s.spec.name, &s.spec.children[j].name, r.id(), cause);
+                    }
                 }
             }
         }

@@ -1,4 +1,9 @@
-//! smarm-darwin: the smarm port for Darwin (macOS).
+// The crate's README (its crates.io page) opens its docs; on Apple targets
+// only, where the crate has code: elsewhere its examples would run as
+// doctests against an empty crate.
+#![cfg_attr(target_vendor = "apple", doc = include_str!("../README.md"))]
+//!
+//! # The port
 //!
 //! Pick this crate on macOS; it fills in core's [`Platform`] with [`Darwin`]
 //! and the ISA's [`Arch`](smarm_core::arch::Arch) (`smarm_arch_aarch64::Aarch64`
@@ -59,7 +64,7 @@
 //! **Stacks: `mmap`** (private, anonymous, read-write) with the lowest page
 //! `mprotect`ed `PROT_NONE` as the guard. Pages are 16 KiB on Apple silicon:
 //! the size comes from `sysconf(_SC_PAGESIZE)`, never a constant. `ENOMEM`
-//! becomes [`StackError::OutOfMaps`](smarm_core::StackError::OutOfMaps).
+//! becomes [`StackError::OutOfMaps`].
 //! Darwin has no small per-process limit on map entries like Linux's
 //! `vm.max_map_count`, so, unlike Linux, the port maps stacks until the
 //! kernel refuses. The code is shared with Linux: `smarm_unix::stack`.

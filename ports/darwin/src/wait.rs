@@ -203,12 +203,13 @@ fn wait_failed(call: &str, errno: c_int) {
     static REPORTED: AtomicBool = AtomicBool::new(false);
     // Relaxed: only de-duplicates a diagnostic; nothing is published with it.
     if !REPORTED.swap(true, Ordering::Relaxed) {
-        use std::io::Write as _;
         let err = std::io::Error::from_raw_os_error(errno);
-        let _ = writeln!(
-            std::io::stderr(),
-            "smarm-darwin: {call} failed: {err}; treated as a spurious wake-up \
-             (reported once)"
+        smarm_unix::report(
+            smarm_unix::Severity::Warn,
+            format_args!(
+                "smarm-darwin: {call} failed: {err}; treated as a spurious wake-up \
+                 (reported once)"
+            ),
         );
     }
 }

@@ -64,6 +64,12 @@
 //! clock), so its `Runtime` can also be used as an ordinary one.
 #![cfg(any(target_os = "linux", target_vendor = "apple"))]
 
+/// The crate's README (its crates.io page), whose example runs as a
+/// doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct Readme;
+
 use std::sync::atomic::AtomicU32;
 
 use smarm_core::lock::FutexLock;

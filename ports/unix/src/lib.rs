@@ -47,11 +47,51 @@ pub fn yield_thread() {
 
 /// Prints `msg` to stderr and aborts. A closed or failing stderr is ignored
 /// (`eprintln!` would panic there, and this must not: we are aborting).
+/// With the `log` feature the message is also an error record (target
+/// `smarm`) first; stderr gets it all the same, since a logger that
+/// buffers would lose it to the abort.
 #[cold]
 pub fn abort(msg: &str) -> ! {
+    #[cfg(feature = "log")]
+    log::error!(target: "smarm", "{msg}");
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "{msg}");
     std::process::abort()
+}
+
+/// How serious a [`report`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Something went wrong but the runtime carries on (a failed OS call
+    /// treated as spurious).
+    Warn,
+    /// An actor failed (its panic).
+    Error,
+}
+
+/// Reports one line the runtime has to say on its own (not through a
+/// return value): an actor's panic, a failed OS call it works around.
+///
+/// Without the `log` feature: a line on stderr (a closed or failing stderr
+/// is ignored). With it, a `log` record (target `smarm`, the level of
+/// `severity`) instead, when a logger is installed that takes it
+/// (`log::log_enabled!`); with no logger (or one that filters it out) the
+/// line still goes to stderr, so a warning is never silently lost.
+pub fn report(severity: Severity, line: core::fmt::Arguments<'_>) {
+    #[cfg(feature = "log")]
+    {
+        let level = match severity {
+            Severity::Warn => log::Level::Warn,
+            Severity::Error => log::Level::Error,
+        };
+        if log::log_enabled!(target: "smarm", level) {
+            log::log!(target: "smarm", level, "{line}");
+            return;
+        }
+    }
+    let _ = severity;
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 #[cfg(test)]

@@ -11,6 +11,33 @@ use std::sync::{Mutex, Once};
 
 use smarm_core::DescribePanic;
 
+/// Reports the actor's `line` (`smarm: actor 7 "name" panicked:`) for the
+/// panic `info`: on stderr, before the previous hook's own report (not
+/// `eprintln!`: a closed stderr must not panic in a hook). With the `log`
+/// feature and a logger that takes it, an error record instead (target
+/// `smarm`) that also carries the message and place, since std's line,
+/// which the previous hook prints, stays on stderr.
+fn report_panic(line: &str, info: &std::panic::PanicHookInfo<'_>) {
+    #[cfg(feature = "log")]
+    if log::log_enabled!(target: "smarm", log::Level::Error) {
+        let payload = info.payload();
+        let msg = match payload.downcast_ref::<&str>() {
+            Some(s) => s,
+            None => payload
+                .downcast_ref::<String>()
+                .map_or("Box<dyn Any>", String::as_str),
+        };
+        match info.location() {
+            Some(at) => log::error!(target: "smarm", "{line} {msg} (at {at})"),
+            None => log::error!(target: "smarm", "{line} {msg}"),
+        }
+        return;
+    }
+    let _ = info;
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// The describers installed so far (each once), in installation order.
 static DESCRIBERS: Mutex<Vec<DescribePanic>> = Mutex::new(Vec::new());
 
@@ -51,9 +78,7 @@ pub fn install_panic_hook(describe: DescribePanic) {
             let describers = DESCRIBERS.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let line = describe_first(&describers);
             if !line.is_empty() {
-                // Not `eprintln!`: a closed stderr must not panic in a hook.
-                use std::io::Write as _;
-                let _ = writeln!(std::io::stderr(), "{line}");
+                report_panic(&line, info);
             }
             prev(info)
         }));
