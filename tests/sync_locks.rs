@@ -187,6 +187,63 @@ fn killed_waiter_case(killed_after_wake: bool) {
     assert!(!m.is_poisoned(), "a waiter that never held the lock poisoned it");
 }
 
+/// Bounded overtaking. One worker; A locks, yields with the guard held,
+/// unlocks and locks again, in a loop, until B has had the lock. A's first
+/// unlock after B lists itself wakes B, but A re-locks before B runs
+/// (barging); B finds the lock held and goes back to the front, starving,
+/// and A's next unlock hands the lock to it. With barging alone A would
+/// re-lock before B ran every time: B would never get the lock and the
+/// test would time out. On the real scheduler (a woken actor runs next)
+/// A finishes at most two sections between B's first try and B's turn;
+/// the simulation picks actors at random, so there only B's turn counts.
+#[test]
+fn a_holder_relocking_across_yields_cannot_starve_a_waiter() {
+    fn case<L: Send + Sync + 'static>(lock: L, with: fn(&L, &mut dyn FnMut())) {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let lock = Arc::new(lock);
+        let (sections, done) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let (started_tx, started) = smarm::oneshot::<()>();
+        let (l, s, d) = (lock.clone(), sections.clone(), done.clone());
+        let a = rt.spawn(move || {
+            let mut started_tx = Some(started_tx);
+            while !d.load(Ordering::SeqCst) {
+                with(&l, &mut || {
+                    if let Some(t) = started_tx.take() {
+                        t.send(()).unwrap();
+                    }
+                    smarm::yield_now();
+                });
+                s.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        started.recv().unwrap();
+        let (l, s, d) = (lock.clone(), sections.clone(), done.clone());
+        let b = rt.spawn(move || {
+            // A holds the lock whenever B runs (it only yields holding).
+            let before = s.load(Ordering::SeqCst);
+            let mut overtaken = 0;
+            with(&l, &mut || overtaken = s.load(Ordering::SeqCst) - before);
+            d.store(true, Ordering::SeqCst);
+            overtaken
+        });
+        let overtaken = b.join().unwrap();
+        a.join().unwrap();
+        if !cfg!(feature = "sim") {
+            assert!(overtaken <= 2, "A finished {overtaken} sections while B waited");
+        }
+    }
+    with_timeout(60, || {
+        case(Mutex::new(()), |m, f| {
+            let _g = m.lock().unwrap();
+            f();
+        });
+        case(RwLock::new(()), |l, f| {
+            let _g = l.write().unwrap();
+            f();
+        });
+    });
+}
+
 /// A bounded queue for the producer/consumer test.
 struct Queue {
     items: VecDeque<u64>,

@@ -48,10 +48,13 @@
 //! [`Mutex`] and [`RwLock`] wake their waiters in arrival order but let a
 //! running caller take a released lock first (barging, as std's): an actor
 //! that unlocks and locks again keeps going without a switch, so no lock
-//! convoy forms; a woken waiter that loses keeps its place at the front.
-//! [`RwLock`] prefers writers, as std's. [`Semaphore`] hands permits over
-//! strictly first come, first served (tokio's choice, so `acquire_many` is
-//! not starved). The measurements are in README's "Locks" section.
+//! convoy forms. The overtaking is bounded: a woken waiter that loses the
+//! race goes back to the front, and the next unlock hands the lock to it
+//! directly (without this an actor re-locking across a yield on one worker
+//! would starve its waiters for good). [`RwLock`] prefers writers, as
+//! std's. [`Semaphore`] hands permits over strictly first come, first
+//! served (tokio's choice, so `acquire_many` is not starved). The
+//! measurements are in README's "Locks" section.
 //!
 //! # Protocols
 //!

@@ -18,38 +18,46 @@
 //!    one worker the holder cannot run while it spins);
 //! 3. `L3` (`W1`) under the list lock, in one CAS loop on the word: take
 //!    the lock if `LOCKED` is clear, else set `QUEUED` if clear; then
-//!    append (at the front if this waiter was woken before and lost the
-//!    lock to a barger: it keeps its turn);
-//! 4. `L4` (`W2`–`W3`) sleep until the entry is taken off the list, then
-//!    start over at `L2`.
+//!    append. A waiter that was woken before and lost the lock to a barger
+//!    goes to the front instead, marked *starving*;
+//! 4. `L4` (`W2`–`W3`) sleep until the entry is taken off the list; a
+//!    marked ticket means `U2` handed the lock over: done. Else start over
+//!    at `L2`.
 //!
 //! Unlock:
 //! 1. `U1` fast path: CAS `LOCKED → 0` (Release): nobody listed;
-//! 2. `U2` otherwise (`QUEUED`): clear `LOCKED` (Release), then under the
-//!    list lock pop the oldest waiter (clearing `QUEUED` if the list is now
-//!    empty) and, unlocked, wake it. One unlock, one wake.
+//! 2. `U2` otherwise (`QUEUED`), under the list lock: if the front waiter
+//!    is starving, pop it and mark its ticket, leaving `LOCKED` set (the
+//!    lock is now its: the list lock orders our section before its);
+//!    otherwise clear `LOCKED` (Release) and pop the front. `QUEUED` is
+//!    cleared if the list is now empty. Then, unlocked, wake it. One
+//!    unlock, one wake.
 //!
 //! A withdrawing waiter (`W4`: a kill or shutdown cancellation unwinds an
 //! actor out of `L4`) removes its entry; if an unlock took it already, the
-//! wake goes to the next waiter (`U2`'s pop and wake), so a waiter behind a
-//! killed one is never left asleep beside a free lock.
+//! wake goes to the next waiter (a pop and wake), or, if the lock was
+//! handed to it, it unlocks (`U1`–`U2`): a waiter behind a killed one is
+//! never left asleep beside a free lock.
 //!
 //! No lost wake: `L3`'s CAS sets `QUEUED` only while `LOCKED` is set, in
 //! the word the holder's `U1` CAS must then fail on, and `QUEUED` stays set
 //! while the waiter is listed; `U2` takes the list lock after reading
 //! `QUEUED`, so its pop comes after the append.
 //!
-//! # Fairness: barging, FIFO wake order
+//! # Fairness: barging, bounded
 //!
 //! A released lock is free for whoever CASes first: the woken waiter, a
-//! running actor, a thread. So an actor that unlocks and locks again in a
-//! loop keeps the lock without a switch (no lock convoy: a strict hand-off
-//! would force one switch per acquisition and let the whole queue's
-//! latency pile up behind a waiter that is not running). Waiters are woken
-//! oldest first, one per contended unlock, and a woken waiter that loses to
-//! a barger goes back to the front, so the wait list itself is FIFO; a
-//! barger can still overtake a woken waiter repeatedly (as with std's
-//! mutex). Measured in `examples/lock_fairness.rs` (README, "Locks").
+//! running actor, a thread. So an actor that unlocks and locks again keeps
+//! the lock without a switch: no lock convoy (a strict hand-off costs a
+//! switch per acquisition under contention, and the lock idles until the
+//! next waiter runs). Waiters are woken oldest first, one per contended
+//! unlock. A woken waiter may lose to a barger once: it then goes back to
+//! the front, starving, and the next unlock hands the lock to it directly.
+//! Without that bound, an actor holding the lock across a yield on one
+//! worker would re-lock before its woken waiter ever ran, for ever (as
+//! Go's and parking_lot's mutexes, which switch to hand-off after a wait of
+//! 1 ms and 0.5 ms; here the trigger is one lost race, not a clock).
+//! Measured in `examples/lock_fairness.rs` (README, "Locks").
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -78,7 +86,7 @@ const SPINS: u32 = if LOOM { 0 } else { 100 };
 pub struct Mutex<T, P: Platform> {
     state: AtomicU32,
     poison: poison::Flag,
-    pub(super) waiters: ListLock<P::Lock, WaitList<()>>,
+    pub(super) waiters: ListLock<P::Lock, WaitList<bool>>,
     data: UnsafeCell<T>,
 }
 
@@ -192,7 +200,8 @@ impl<T, P: Platform> Mutex<T, P> {
 
     #[cold]
     fn lock_contended(&self) {
-        let mut front = false;
+        // Woken once and lost the lock to a barger: starving.
+        let mut starving = false;
         loop {
             // L2.
             if self.raw_try_lock() || self.spin() {
@@ -205,18 +214,22 @@ impl<T, P: Platform> Mutex<T, P> {
                 if self.take_or_mark() {
                     return;
                 }
-                list.push(w, (), front)
+                list.push(w, starving, starving)
             };
             let withdraw = Withdraw::new(move || self.withdraw(ticket));
             // L4.
-            loop {
+            let handed = loop {
                 me.sleep::<P>();
-                if !self.waiters.lock().contains(ticket) {
-                    break;
+                let mut list = self.waiters.lock();
+                if !list.contains(ticket) {
+                    break list.unmark(ticket);
                 }
-            }
+            };
             withdraw.disarm();
-            front = true;
+            if handed {
+                return;
+            }
+            starving = true;
         }
     }
 
@@ -278,22 +291,24 @@ impl<T, P: Platform> Mutex<T, P> {
         }
     }
 
+    /// `U2`: hands the lock to a starving front waiter, or frees it and
+    /// wakes the front.
     #[cold]
     fn unlock_contended(&self) {
-        // U2. Release: as in U1; QUEUED stays for the list's owner to clear.
-        self.state.fetch_and(!LOCKED, Ordering::Release);
-        self.wake_one();
-    }
-
-    /// `U2`'s pop and wake (also a withdrawal's pass-on).
-    fn wake_one(&self) {
         let e = {
             let mut list = self.waiters.lock();
-            let e = list.pop();
-            if list.is_empty() {
-                // Relaxed: QUEUED is only written under the list lock.
-                self.state.fetch_and(!QUEUED, Ordering::Relaxed);
+            let handed = list.front().is_some_and(|f| f.want);
+            if !handed {
+                // Release: as in U1. QUEUED stays (under the list lock).
+                self.state.fetch_and(!LOCKED, Ordering::Release);
             }
+            let e = list.pop();
+            if let (true, Some(e)) = (handed, &e) {
+                // LOCKED stays set for it. The list lock orders our section
+                // before its (it reads the mark under the list lock).
+                list.mark(e.ticket);
+            }
+            self.clear_if_empty(&list);
             e
         };
         if let Some(e) = e {
@@ -301,18 +316,41 @@ impl<T, P: Platform> Mutex<T, P> {
         }
     }
 
-    /// `W4`: leaves the list; passes a wake spent on us on.
+    /// A withdrawal's pass-on: wakes the front waiter (the lock is not
+    /// ours to hand over).
+    fn wake_one(&self) {
+        let e = {
+            let mut list = self.waiters.lock();
+            let e = list.pop();
+            self.clear_if_empty(&list);
+            e
+        };
+        if let Some(e) = e {
+            e.waiter.wake();
+        }
+    }
+
+    /// Clears `QUEUED` if the list is empty (caller holds the list lock).
+    fn clear_if_empty(&self, list: &WaitList<bool>) {
+        if list.is_empty() {
+            // Relaxed: QUEUED is only written under the list lock.
+            self.state.fetch_and(!QUEUED, Ordering::Relaxed);
+        }
+    }
+
+    /// `W4`: leaves the list; passes a wake spent on us on, or unlocks a
+    /// lock handed to us.
     pub(super) fn withdraw(&self, ticket: u64) {
-        let pass_on = {
+        let (woken, handed) = {
             let mut list = self.waiters.lock();
             let listed = list.remove(ticket).is_some();
-            if list.is_empty() {
-                // Relaxed: as in `wake_one`.
-                self.state.fetch_and(!QUEUED, Ordering::Relaxed);
-            }
-            !listed
+            self.clear_if_empty(&list);
+            (!listed, !listed && list.unmark(ticket))
         };
-        if pass_on {
+        if handed {
+            // SAFETY: `U2` handed the lock to this registration: it is ours.
+            unsafe { self.raw_unlock() }
+        } else if woken {
             self.wake_one();
         }
     }

@@ -19,27 +19,34 @@
 //! 2. `R2` (`W1`) under the list lock, in one CAS loop: add `READER` if
 //!    `WRITER` is clear and no writer is listed (or this reader was woken:
 //!    it takes its turn even with writers listed behind it); else set
-//!    `QUEUED`, then append (at the front after a wake it lost);
-//! 3. `R3` sleep until taken off the list, then start over at `R2`, woken.
+//!    `QUEUED`, then append (a waiter woken before goes to the front,
+//!    marked starving);
+//! 3. `R3` sleep until taken off the list: a marked ticket means `U3`
+//!    handed the lock over (done); else start over at `R2`, woken.
 //!
 //! Write:
 //! 1. `X1` fast path: CAS in `WRITER` while no guard is held, `QUEUED` or
 //!    not (barging, as the mutex);
 //! 2. `X2` (`W1`) under the list lock: the same, or set `QUEUED` and
-//!    append;
-//! 3. `X3` sleep until taken off the list, then start over at `X2`.
+//!    append (starving at the front, as `R2`);
+//! 3. `X3` as `R3`, starting over at `X2`.
 //!
 //! Unlock:
 //! 1. `U1` read: subtract `READER` (Release); the last reader out with
 //!    `QUEUED` set goes on to `U3`;
-//! 2. `U2` write: CAS `WRITER → 0` (Release); failing (`QUEUED`), clear
-//!    `WRITER` (Release) and go on to `U3`;
-//! 3. `U3` wake the front of the list: a writer alone, or the run of
-//!    readers at the front, each popped in its own list-lock round (the
-//!    list's `QUEUED` mirror cleared when it empties).
+//! 2. `U2` write: CAS `WRITER → 0` (Release); failing (`QUEUED`), go on to
+//!    `U3` with the write lock still held;
+//! 3. `U3` under the list lock: if the front waiter is starving, hand it
+//!    the lock (the state as if it had locked: a writer's `WRITER` kept or
+//!    turned into one reader; after a read unlock, a CAS from a free state,
+//!    which fails if the lock was taken meanwhile: that holder's unlock
+//!    comes back here), pop it and mark its ticket; otherwise clear
+//!    `WRITER` (a writer's unlock, Release) and pop the front. Then wake
+//!    it and, if it is a reader, the readers right behind it, one per
+//!    list-lock round (`QUEUED` cleared when the list empties).
 //!
 //! A withdrawing waiter (`W4`) whose entry `U3` took passes the wake on by
-//! running `U3` itself.
+//! running `U3` itself, or, if the lock was handed to it, unlocks.
 //!
 //! # Fairness
 //!
@@ -47,11 +54,15 @@
 //! writer waits, so a stream of readers cannot starve writers (and a
 //! thread or actor that read-locks twice may deadlock against a waiting
 //! writer, as with std). Waiters are woken in arrival order; a released
-//! lock can be taken by an arriving writer first (barging, as the mutex).
+//! lock can be taken by an arriving writer first (barging, as the mutex),
+//! but at most once per waiter: one overtaken after its wake is handed the
+//! lock at the next release (the mutex's "Fairness").
 
 use core::fmt;
-use core::marker::PhantomData;
-use core::ops::{Deref, DerefMut};
+
+mod guards;
+
+pub use guards::{RwLockReadGuard, RwLockWriteGuard};
 
 use super::poison::{self, LockResult, TryLockError, TryLockResult};
 use super::waitlist::{me, WaitList, Withdraw};
@@ -73,16 +84,25 @@ pub(super) enum Want {
     Write,
 }
 
+/// A listed waiter's request.
+#[derive(Clone, Copy)]
+pub(super) struct Ask {
+    pub(super) kind: Want,
+    /// Woken once and lost the lock to a barger: the next release hands
+    /// the lock to it (`U3`).
+    pub(super) starving: bool,
+}
+
 /// The wait list and how many writers are on it.
 pub(super) struct Waiters {
-    pub(super) list: WaitList<Want>,
+    pub(super) list: WaitList<Ask>,
     pub(super) writers: usize,
 }
 
 impl Waiters {
-    fn pop(&mut self) -> Option<super::waitlist::Entry<Want>> {
+    fn pop(&mut self) -> Option<super::waitlist::Entry<Ask>> {
         let e = self.list.pop()?;
-        if e.want == Want::Write {
+        if e.want.kind == Want::Write {
             self.writers -= 1;
         }
         Some(e)
@@ -104,28 +124,6 @@ unsafe impl<T: Send, P: Platform> Send for RwLock<T, P> {}
 // SAFETY: readers share `&T` across threads (`T: Sync`), a writer gets
 // `&mut T` alone (`T: Send`), as for std's.
 unsafe impl<T: Send + Sync, P: Platform> Sync for RwLock<T, P> {}
-
-/// Shared access to an [`RwLock`]'s value; unlocks on drop.
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct RwLockReadGuard<'a, T, P: Platform> {
-    lock: &'a RwLock<T, P>,
-    _not_send: PhantomData<*const ()>,
-}
-
-// SAFETY: a shared guard only gives `&T`.
-unsafe impl<T: Sync, P: Platform> Sync for RwLockReadGuard<'_, T, P> {}
-
-/// Exclusive access to an [`RwLock`]'s value; unlocks on drop (poisoning
-/// the lock if dropped by an unwind that began after locking).
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct RwLockWriteGuard<'a, T, P: Platform> {
-    lock: &'a RwLock<T, P>,
-    poison: poison::Guard,
-    _not_send: PhantomData<*const ()>,
-}
-
-// SAFETY: a shared guard only gives `&T`.
-unsafe impl<T: Sync, P: Platform> Sync for RwLockWriteGuard<'_, T, P> {}
 
 impl<T, P: Platform> RwLock<T, P> {
     /// A new, unlocked lock holding `value`.
@@ -255,6 +253,7 @@ impl<T, P: Platform> RwLock<T, P> {
 
     /// `R2`–`R3` / `X2`–`X3`: returns holding what `want` says.
     fn contended(&self, want: Want) {
+        // Woken once (then, back on the list, starving).
         let mut woken = false;
         loop {
             let (w, me) = me::<P>();
@@ -266,16 +265,24 @@ impl<T, P: Platform> RwLock<T, P> {
                 if want == Want::Write {
                     q.writers += 1;
                 }
-                q.list.push(w, want, woken)
+                let ask = Ask {
+                    kind: want,
+                    starving: woken,
+                };
+                q.list.push(w, ask, woken)
             };
-            let withdraw = Withdraw::new(move || self.withdraw(ticket));
-            loop {
+            let withdraw = Withdraw::new(move || self.withdraw(ticket, want));
+            let handed = loop {
                 me.sleep::<P>();
-                if !self.waiters.lock().list.contains(ticket) {
-                    break;
+                let mut q = self.waiters.lock();
+                if !q.list.contains(ticket) {
+                    break q.list.unmark(ticket);
                 }
-            }
+            };
             withdraw.disarm();
+            if handed {
+                return;
+            }
             woken = true;
         }
     }
@@ -321,7 +328,7 @@ impl<T, P: Platform> RwLock<T, P> {
         // Release: our reads happen before a later writer's writes.
         let prev = self.state.fetch_sub(READER, Ordering::Release);
         if prev == READER | QUEUED {
-            self.wake_front();
+            self.release_to_front(false);
         }
     }
 
@@ -337,63 +344,131 @@ impl<T, P: Platform> RwLock<T, P> {
             .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
-            // Release: as above.
-            self.state.fetch_and(!WRITER, Ordering::Release);
-            self.wake_front();
+            self.release_to_front(true);
         }
     }
 
-    /// `U3`: wakes a writer at the front, or the run of readers there.
-    fn wake_front(&self) {
-        let mut first = true;
-        loop {
-            let e = {
-                let mut q = self.waiters.lock();
-                let e = match q.list.front() {
-                    Some(f) if first || f.want == Want::Read => q.pop(),
-                    _ => None,
-                };
-                if q.list.is_empty() {
-                    // Relaxed: QUEUED is only written under the list lock.
-                    self.state.fetch_and(!QUEUED, Ordering::Relaxed);
-                }
-                e
+    /// `U3` (with `writer`, also `U2`'s slow path), under the list lock:
+    /// hands the lock to a starving front waiter; otherwise frees it (a
+    /// writer's unlock) and wakes the front. Then, behind a reader, wakes
+    /// the readers that follow it.
+    fn release_to_front(&self, writer: bool) {
+        let e = {
+            let mut q = self.waiters.lock();
+            let front = q.list.front().map(|f| f.want);
+            let handed = front.is_some_and(|a| a.starving && self.hand_over(a.kind, writer));
+            if !handed && writer {
+                // Release: as in U2's fast path.
+                self.state.fetch_and(!WRITER, Ordering::Release);
+            }
+            let e = match front {
+                // A starving front we could not hand to: the lock was taken
+                // meanwhile, and its holder's unlock comes back here.
+                Some(a) if a.starving && !handed => None,
+                Some(_) => q.pop(),
+                None => None,
             };
-            first = false;
-            match e {
-                Some(e) => {
-                    let read = e.want == Want::Read;
-                    e.waiter.wake();
-                    if !read {
-                        return;
-                    }
-                }
-                None => return,
+            if let (true, Some(e)) = (handed, &e) {
+                q.list.mark(e.ticket);
+            }
+            self.clear_if_empty(&q.list);
+            e
+        };
+        let Some(e) = e else { return };
+        let read = e.want.kind == Want::Read;
+        e.waiter.wake();
+        if read {
+            while self.wake_front_reader() {}
+        }
+    }
+
+    /// `U3`'s hand-over to the front waiter (caller holds the list lock):
+    /// the state as if it had taken the lock `kind` names. Always succeeds
+    /// for a writer's unlock (the state is ours); after a read unlock,
+    /// fails if the lock was taken meanwhile.
+    fn hand_over(&self, kind: Want, writer: bool) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            let to = match (kind, writer) {
+                // WRITER stays set, for it.
+                (Want::Write, true) => return true,
+                // Our write lock becomes its read lock.
+                (Want::Read, true) => (s & !WRITER) + READER,
+                (Want::Write, false) if s & !QUEUED == 0 => s | WRITER,
+                (Want::Read, false) if s & WRITER == 0 => add_reader(s),
+                _ => return false,
+            };
+            // AcqRel: Acquire follows the readers' Release unlocks (U1)
+            // before a writer we hand to; Release lets readers that join
+            // later (an Acquire CAS) see the section we hand over from. The
+            // handed waiter is ordered by the list lock (it reads its mark
+            // under it).
+            match self
+                .state
+                .compare_exchange(s, to, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => s = now,
             }
         }
     }
 
-    /// `W4`: leaves the list; a wake spent on us goes on (`U3`). A
-    /// listed writer leaving may let the readers behind it in: woken too
-    /// if no writer holds the lock.
-    pub(super) fn withdraw(&self, ticket: u64) {
-        let pass_on = {
+    /// `U3`'s run of readers: wakes the front waiter if it is a reader.
+    fn wake_front_reader(&self) -> bool {
+        let e = {
+            let mut q = self.waiters.lock();
+            let e = match q.list.front() {
+                Some(f) if f.want.kind == Want::Read => q.pop(),
+                _ => None,
+            };
+            self.clear_if_empty(&q.list);
+            e
+        };
+        match e {
+            Some(e) => {
+                e.waiter.wake();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Clears `QUEUED` if the list is empty (caller holds the list lock).
+    fn clear_if_empty(&self, list: &WaitList<Ask>) {
+        if list.is_empty() {
+            // Relaxed: QUEUED is only written under the list lock.
+            self.state.fetch_and(!QUEUED, Ordering::Relaxed);
+        }
+    }
+
+    /// `W4`: leaves the list. A wake spent on us goes on (`U3`); a lock
+    /// handed to us is released. A listed writer leaving may let the
+    /// readers behind it in: they are woken if no writer holds the lock.
+    pub(super) fn withdraw(&self, ticket: u64, want: Want) {
+        let (woken, handed, writer_left) = {
             let mut q = self.waiters.lock();
             let gone = q.list.remove(ticket);
-            let writer_left = matches!(&gone, Some(e) if e.want == Want::Write);
+            let writer_left = matches!(&gone, Some(e) if e.want.kind == Want::Write);
             if writer_left {
                 q.writers -= 1;
             }
-            if q.list.is_empty() {
-                // Relaxed: as in `wake_front`.
-                self.state.fetch_and(!QUEUED, Ordering::Relaxed);
-            }
+            let handed = gone.is_none() && q.list.unmark(ticket);
+            self.clear_if_empty(&q.list);
             // Relaxed: a hint; a writer that holds the lock wakes the
             // list itself when it unlocks.
-            gone.is_none() || (writer_left && self.state.load(Ordering::Relaxed) & WRITER == 0)
+            let free = self.state.load(Ordering::Relaxed) & WRITER == 0;
+            (gone.is_none(), handed, writer_left && free)
         };
-        if pass_on {
-            self.wake_front();
+        if handed {
+            // SAFETY: `U3` handed this registration the lock `want` names.
+            unsafe {
+                match want {
+                    Want::Read => self.read_unlock(),
+                    Want::Write => self.write_unlock(),
+                }
+            }
+        } else if woken || writer_left {
+            self.release_to_front(false);
         }
     }
 }
@@ -403,81 +478,6 @@ fn add_reader(s: usize) -> usize {
     match s.checked_add(READER) {
         Some(t) => t,
         None => panic!("too many read guards on one RwLock"),
-    }
-}
-
-impl<'a, T, P: Platform> RwLockReadGuard<'a, T, P> {
-    /// # Safety
-    ///
-    /// The caller holds a read lock on `lock` and hands it to the guard.
-    unsafe fn new(lock: &'a RwLock<T, P>) -> LockResult<Self> {
-        poison::map_result(lock.poison.borrow(), |()| RwLockReadGuard {
-            lock,
-            _not_send: PhantomData,
-        })
-    }
-}
-
-impl<'a, T, P: Platform> RwLockWriteGuard<'a, T, P> {
-    /// # Safety
-    ///
-    /// The caller holds `lock`'s write lock and hands it to the guard.
-    unsafe fn new(lock: &'a RwLock<T, P>) -> LockResult<Self> {
-        poison::map_result(lock.poison.guard::<P>(), |poison| RwLockWriteGuard {
-            lock,
-            poison,
-            _not_send: PhantomData,
-        })
-    }
-}
-
-impl<T, P: Platform> Deref for RwLockReadGuard<'_, T, P> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: a read lock is held: no `&mut` to the value exists.
-        self.lock.data.with(|p| unsafe { &*p })
-    }
-}
-
-impl<T, P: Platform> Deref for RwLockWriteGuard<'_, T, P> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the write lock is held: nobody else reads or writes.
-        self.lock.data.with(|p| unsafe { &*p })
-    }
-}
-
-impl<T, P: Platform> DerefMut for RwLockWriteGuard<'_, T, P> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the write lock is held exclusively.
-        self.lock.data.with_mut(|p| unsafe { &mut *p })
-    }
-}
-
-impl<T, P: Platform> Drop for RwLockReadGuard<'_, T, P> {
-    fn drop(&mut self) {
-        // SAFETY: the guard holds a read lock.
-        unsafe { self.lock.read_unlock() }
-    }
-}
-
-impl<T, P: Platform> Drop for RwLockWriteGuard<'_, T, P> {
-    fn drop(&mut self) {
-        self.lock.poison.done::<P>(&self.poison);
-        // SAFETY: the guard holds the write lock.
-        unsafe { self.lock.write_unlock() }
-    }
-}
-
-impl<T: fmt::Debug, P: Platform> fmt::Debug for RwLockReadGuard<'_, T, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: fmt::Debug, P: Platform> fmt::Debug for RwLockWriteGuard<'_, T, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
     }
 }
 

@@ -16,7 +16,7 @@ use std::vec;
 use std::vec::Vec;
 
 use super::condvar::Expire;
-use super::rwlock::Want;
+use super::rwlock::{Ask, Want};
 use super::waitlist::me;
 use super::{AcquireError, Barrier, Condvar, Mutex, RwLock, Semaphore, TryAcquireError, TryLockError};
 use crate::sched::timer::Poke;
@@ -175,13 +175,44 @@ fn mutex_wake_spent_on_a_leaving_waiter_goes_on() {
         // A waiter at the front that will leave without locking (an actor
         // killed in its park).
         let (ghost, _me) = me::<P>();
-        let ticket = m.waiters.lock().push(ghost, (), true);
+        let ticket = m.waiters.lock().push(ghost, false, true);
         drop(g);
         {
             let list = m.waiters.lock();
             assert!(!list.contains(ticket), "the unlock did not wake the front");
             assert_eq!(list.len(), 1, "the thread still waits, beside a free lock");
         }
+        m.withdraw(ticket);
+        t.join().unwrap();
+        assert_eq!(*m.lock().unwrap(), 1);
+    });
+}
+
+#[test]
+fn mutex_hands_the_lock_to_a_starving_waiter() {
+    with_timeout(SECS, || {
+        let m = Arc::new(Mutex::<u32, P>::new(0));
+        let g = m.lock().unwrap();
+        let m2 = m.clone();
+        let t = thread::spawn(move || *m2.lock().unwrap() += 1);
+        until(|| m.waiters.lock().len() == 1);
+        // A waiter that was woken once and lost the lock to a barger: back
+        // at the front, starving.
+        let (ghost, _me) = me::<P>();
+        let ticket = m.waiters.lock().push(ghost, true, true);
+        drop(g);
+        assert!(
+            matches!(m.try_lock(), Err(TryLockError::WouldBlock)),
+            "the unlock freed the lock instead of handing it to the starving waiter"
+        );
+        {
+            let mut list = m.waiters.lock();
+            assert!(!list.contains(ticket) && list.unmark(ticket), "not handed over");
+            // (Put the mark back: the ghost "wakes" and withdraws below.)
+            list.mark(ticket);
+        }
+        // The ghost leaves holding the handed lock: it unlocks, and the
+        // thread (not starving) is woken and takes it.
         m.withdraw(ticket);
         t.join().unwrap();
         assert_eq!(*m.lock().unwrap(), 1);
@@ -448,7 +479,11 @@ fn rwlock_wake_spent_on_a_leaving_writer_goes_on() {
         let ticket = {
             let mut q = l.waiters.lock();
             q.writers += 1;
-            q.list.push(ghost, Want::Write, true)
+            let ask = Ask {
+                kind: Want::Write,
+                starving: false,
+            };
+            q.list.push(ghost, ask, true)
         };
         drop(w);
         assert_eq!(
@@ -456,8 +491,41 @@ fn rwlock_wake_spent_on_a_leaving_writer_goes_on() {
             1,
             "the reader was woken together with a writer"
         );
-        l.withdraw(ticket);
+        l.withdraw(ticket, Want::Write);
         assert_eq!(t.join().unwrap(), 0);
+    });
+}
+
+#[test]
+fn rwlock_hands_the_lock_to_a_starving_writer() {
+    with_timeout(SECS, || {
+        let l = Arc::new(RwLock::<u32, P>::new(0));
+        let r = l.read().unwrap();
+        let l2 = l.clone();
+        let t = thread::spawn(move || *l2.write().unwrap() += 1);
+        until(|| l.waiters.lock().writers == 1);
+        let (ghost, _me) = me::<P>();
+        let ticket = {
+            let mut q = l.waiters.lock();
+            q.writers += 1;
+            let ask = Ask {
+                kind: Want::Write,
+                starving: true,
+            };
+            q.list.push(ghost, ask, true)
+        };
+        // The last reader out hands the lock to the starving writer.
+        drop(r);
+        assert!(matches!(l.try_read(), Err(TryLockError::WouldBlock)));
+        assert!(
+            matches!(l.try_write(), Err(TryLockError::WouldBlock)),
+            "the read unlock freed the lock instead of handing it over"
+        );
+        // The ghost leaves with the lock handed to it: it unlocks, and
+        // the thread writes.
+        l.withdraw(ticket, Want::Write);
+        t.join().unwrap();
+        assert_eq!(*l.read().unwrap(), 1);
     });
 }
 

@@ -10,7 +10,7 @@
 //! |----------|----------------------------------------------------------------|
 //! | `queue`  | `(ticket, Waiter, want)` in arrival order (a waiter that lost a race after its wake goes back to the front) |
 //! | `next`   | the next ticket (tickets only grow: a ticket names one registration) |
-//! | `marked` | tickets a waker took off `queue` *and* settled for their waiter (a semaphore's grant, a condvar timer's expiry): the waiter learns which by [`unmark`](WaitList::unmark) |
+//! | `marked` | tickets a waker took off `queue` *and* settled for their waiter (a lock handed over, a semaphore's grant, a condvar timer's expiry): the waiter learns which by [`unmark`](WaitList::unmark) |
 //!
 //! The list lives under a `seam::lock::Mutex` on the platform's raw lock,
 //! held for a few `VecDeque` operations and never across a wait. Each lock
@@ -35,7 +35,8 @@
 //!    withdraws ([`Withdraw`], run on every way out): it removes its entry
 //!    if listed; if a waker took it already, that wake was spent on a
 //!    waiter that will not use it, and the lock passes it on (each lock's
-//!    doc says how), so nobody behind it is stranded.
+//!    doc says how; what was handed over with it is given back), so nobody
+//!    behind it is stranded.
 //!
 //! Waker: under the list lock, pops the entries its policy names (clearing
 //! the mirror when the list empties), then wakes each with the list lock
