@@ -187,6 +187,78 @@ fn killed_waiter_case(killed_after_wake: bool) {
     assert!(!m.is_poisoned(), "a waiter that never held the lock poisoned it");
 }
 
+/// The same for a condition variable and a semaphore, one worker: a
+/// `notify_one` (a permit's grant) lands on the first of two waiters, which
+/// is killed before it runs. Its unwind passes the notification on (gives
+/// the permit back, which grants it to the second); without that the
+/// second would wait for good.
+#[test]
+fn a_killed_condvar_or_semaphore_waiter_passes_its_wake_on() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let log = Arc::new(Mutex::new(Vec::<&str>::new()));
+        // Condvar.
+        let s = Arc::new((Mutex::new(false), Condvar::new()));
+        let cv_waiter = |name: &'static str| {
+            let (s, log) = (s.clone(), log.clone());
+            let h = rt.spawn(move || {
+                let (m, cv) = &*s;
+                drop(cv.wait_while(m.lock().unwrap(), |ready| !*ready).unwrap());
+                log.lock().unwrap().push(name);
+            });
+            let id = h.id();
+            eventually(30, "a waiter parks on the condvar", || parked_on_a_lock(&rt, id));
+            h
+        };
+        let (first, second) = (cv_waiter("cv first"), cv_waiter("cv second"));
+        let (s1, r1) = (s.clone(), first.actor_ref());
+        rt.spawn(move || {
+            let (m, cv) = &*s1;
+            *m.lock().unwrap() = true;
+            cv.notify_one();
+            r1.kill();
+        })
+        .join()
+        .unwrap();
+        assert!(first.join().unwrap_err().is_killed());
+        second.join().unwrap();
+        assert!(
+            !s.0.is_poisoned(),
+            "a waiter killed in wait() poisoned the mutex it had released"
+        );
+        // Semaphore.
+        let sem = Arc::new(Semaphore::new(0));
+        let sem_waiter = |name: &'static str| {
+            let (sem, log) = (sem.clone(), log.clone());
+            let h = rt.spawn(move || {
+                let _p = sem.acquire().unwrap();
+                log.lock().unwrap().push(name);
+            });
+            let id = h.id();
+            eventually(30, "a waiter parks on the semaphore", || {
+                parked_on_a_lock(&rt, id)
+            });
+            h
+        };
+        let (first, second) = (sem_waiter("sem first"), sem_waiter("sem second"));
+        let (sem1, r1) = (sem.clone(), first.actor_ref());
+        rt.spawn(move || {
+            sem1.add_permits(1);
+            r1.kill();
+        })
+        .join()
+        .unwrap();
+        assert!(first.join().unwrap_err().is_killed());
+        second.join().unwrap();
+        assert_eq!(
+            sem.available_permits(),
+            1,
+            "the permit was lost with the killed waiter"
+        );
+        assert_eq!(*log.lock().unwrap(), ["cv second", "sem second"]);
+    });
+}
+
 /// Bounded overtaking. One worker; A locks, yields with the guard held,
 /// unlocks and locks again, in a loop, until B has had the lock. A's first
 /// unlock after B lists itself wakes B, but A re-locks before B runs
