@@ -37,7 +37,7 @@
 //!
 //! A waiter killed (or cancelled at shutdown) while it waits leaves the
 //! wait list, and a wake already spent on it goes on to the next waiter,
-//! so nobody behind it is stranded ([`waitlist`]'s doc, `W4`). An actor
+//! so nobody behind it is stranded (`waitlist.rs`'s doc, `W4`). An actor
 //! that has to wait while it unwinds (a guard taken in a destructor) waits
 //! on its own thread, as every wait while unwinding does (see
 //! `sched`'s "Unwinding"), and waits for as long as it takes: a lock has
@@ -58,7 +58,7 @@
 //!
 //! # Protocols
 //!
-//! Every lock keeps its waiters on one [`waitlist::WaitList`] (the bounded
+//! Every lock keeps its waiters on one `WaitList` (`waitlist.rs`: the bounded
 //! channel's sender list made generic) under a short platform lock, and a
 //! mirror bit in its own state word so uncontended calls never touch it;
 //! each module documents its state word and steps. The loom models are in

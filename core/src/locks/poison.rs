@@ -7,11 +7,11 @@
 //!
 //! | `failed` | meaning                                                   |
 //! |----------|-----------------------------------------------------------|
-//! | `false`  | no holder unwound (or [`clear`](Flag::clear) reset it)    |
+//! | `false`  | no holder unwound (or `clear_poison` reset it)             |
 //! | `true`   | a guard was dropped by a holder that started unwinding after it locked |
 //!
 //! 1. Locking records whether the caller is already unwinding
-//!    ([`Guard::panicking`]: a lock taken inside a destructor during an
+//!    (`Guard::panicking`: a lock taken inside a destructor during an
 //!    unwind does not poison when that same unwind drops it).
 //! 2. Dropping the guard sets `failed` if the holder is unwinding now and
 //!    was not at step 1.
