@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "core" / "src"
 
 # Bottom to top.
-LAYERS = ["sync", "seam", "lockfree", "actor", "sched", "msg", "io", "spawn", "supervise", "rt"]
+LAYERS = ["sync", "seam", "lockfree", "actor", "sched", "msg", "locks", "io", "spawn", "supervise", "rt"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 MAX_LINES = 600
 MAX_FN_LINES = 90

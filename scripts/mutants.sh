@@ -27,6 +27,11 @@ MUTANTS=(
 'io-join-ignores-ticket#core/src/sched/io.rs#if \(self\.tick\.load\(Ordering::Relaxed\) \^ ticket\) & tick_mask\(interest\) != 0 \{#if false {#loom_io#readiness_after_eagain_is_never_lost#deadlock'
 'mailbox-last-drop-no-wake#core/src/msg/channel/chan.rs#        // D2\.\n        if self\.rx\.is_set\(\) \{#        // D2.\n        if false {#loom_mailbox#last_addr_drop_racing_park#deadlock'
 'idle-no-kick#core/src/sched/idle.rs#        if kick \{\n            // Acquire: pairs with#        if false {\n            // Acquire: pairs with#loom_io#wakes_reach_the_poller_and_the_futex_sleeper#deadlock'
+'mutex-unlock-ignores-queued#core/src/locks/mutex.rs#\.compare_exchange\(LOCKED, 0, Ordering::Release, Ordering::Relaxed\)\n            \.is_err\(\)#.fetch_and(!LOCKED, Ordering::Release)\n            == 0#loom_locks#mutex_unlock_races_a_waiter#deadlock'
+'mutex-unlock-relaxed#core/src/locks/mutex.rs#\.compare_exchange\(LOCKED, 0, Ordering::Release, Ordering::Relaxed\)#.compare_exchange(LOCKED, 0, Ordering::Relaxed, Ordering::Relaxed)#loom_locks#mutex_unlock_races_a_waiter#Causality violation'
+'semaphore-release-skips-grant#core/src/locks/semaphore.rs#        if s & QUEUED != 0 \{\n            self\.grant\(\);#        if false {\n            self.grant();#loom_locks#semaphore_release_races_acquire#deadlock'
+'mutex-handoff-unmarked#core/src/locks/mutex.rs#                list\.mark\(e\.ticket\);\n#                let _ = e.ticket;\n#loom_locks#mutex_two_waiters#deadlock'
+'condvar-register-after-release#core/src/locks/condvar.rs#(        // C1\.\n        let ticket = \{\n(?:.*\n){5}        \};\n)(        // C2\.\n        core::mem::forget\(guard\);\n(?:.*\n)        unsafe \{ mutex\.raw_unlock\(\) \};\n)#\2\1#loom_locks#condvar_notify_races_a_wait#deadlock'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two
 # replica mutations (each rebuilds only its test binary, ~15 s).

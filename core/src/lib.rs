@@ -17,12 +17,13 @@ extern crate alloc;
 extern crate std;
 
 // The layers, bottom to top: sync < seam < lockfree < actor < sched < msg
-// < io < spawn < supervise < rt. A file imports only from its own layer and the
+// < locks < io < spawn < supervise < rt. A file imports only from its own layer and the
 // ones below (`scripts/layers.py`, run in CI, checks every `crate::` path;
 // docs/architecture.md maps them).
 pub(crate) mod actor;
 pub mod io;
 pub(crate) mod lockfree;
+pub mod locks;
 pub(crate) mod msg;
 pub(crate) mod rt;
 pub(crate) mod sched;
@@ -155,6 +156,42 @@ macro_rules! port_api {
         pub type ActorRef = $crate::ActorRef<$platform>;
         /// Waits for one actor's `Down` notice.
         pub type Monitor = $crate::Monitor<$platform>;
+
+        /// The platform, named for nested modules (`sync`).
+        type SmarmPortPlatform = $platform;
+
+        /// Actor-aware locks with std's names and semantics (poisoning
+        /// included): an actor that must wait parks (its worker runs
+        /// others), a plain thread blocks. Use them when a guard is held
+        /// across a safe point (a send, a receive, a yield) or waiting is
+        /// expected; `std::sync` for short sections that never reach one
+        /// (see `smarm_core::locks`).
+        pub mod sync {
+            type P = super::SmarmPortPlatform;
+            /// A mutual-exclusion lock (`std::sync::Mutex`'s API).
+            pub type Mutex<T> = $crate::locks::Mutex<T, P>;
+            /// A [`Mutex`]'s guard.
+            pub type MutexGuard<'a, T> = $crate::locks::MutexGuard<'a, T, P>;
+            /// A reader-writer lock (`std::sync::RwLock`'s API; writers
+            /// first).
+            pub type RwLock<T> = $crate::locks::RwLock<T, P>;
+            /// An [`RwLock`]'s shared guard.
+            pub type RwLockReadGuard<'a, T> = $crate::locks::RwLockReadGuard<'a, T, P>;
+            /// An [`RwLock`]'s exclusive guard.
+            pub type RwLockWriteGuard<'a, T> = $crate::locks::RwLockWriteGuard<'a, T, P>;
+            /// A condition variable over a [`Mutex`] (`std::sync::Condvar`'s API).
+            pub type Condvar = $crate::locks::Condvar<P>;
+            /// A counting semaphore (tokio's API, blocking; FIFO).
+            pub type Semaphore = $crate::locks::Semaphore<P>;
+            /// Permits from a [`Semaphore`], released on drop.
+            pub type SemaphorePermit<'a> = $crate::locks::SemaphorePermit<'a, P>;
+            /// A reusable barrier (`std::sync::Barrier`'s API).
+            pub type Barrier = $crate::locks::Barrier<P>;
+            pub use $crate::locks::{
+                AcquireError, BarrierWaitResult, LockResult, PoisonError, TryAcquireError, TryLockError,
+                TryLockResult, WaitTimeoutResult,
+            };
+        }
 
         pub use $crate::dump::{runtime_bytes_per_actor, ActorInfo, ActorState, Dump};
         /// Test-only failpoints (`set_hook` needs the `failpoints` feature).

@@ -191,6 +191,8 @@ pub(crate) const WAIT_BLOCKING: u8 = 5;
 pub(crate) const WAIT_IO_READ: u8 = 6;
 /// A descriptor to become writable.
 pub(crate) const WAIT_IO_WRITE: u8 = 7;
+/// A lock, condition variable, semaphore or barrier (`crate::locks`).
+pub(crate) const WAIT_LOCK: u8 = 8;
 
 /// Records what the calling actor is about to wait on (a Relaxed store:
 /// a hint for dumps only).

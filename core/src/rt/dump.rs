@@ -12,7 +12,7 @@ use core::fmt;
 
 use crate::actor::{
     Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING, WAIT_BLOCKING, WAIT_CHANNEL, WAIT_IO_READ,
-    WAIT_IO_WRITE, WAIT_JOIN, WAIT_MAILBOX, WAIT_TIMER,
+    WAIT_IO_WRITE, WAIT_JOIN, WAIT_LOCK, WAIT_MAILBOX, WAIT_TIMER,
 };
 use crate::sched::counters::CounterSnapshot;
 use crate::sched::registry::Shard;
@@ -33,6 +33,9 @@ pub enum ActorState {
     WaitingChannel,
     /// Parked joining another actor.
     WaitingJoin,
+    /// Parked on a lock, condition variable, semaphore or barrier
+    /// (`sync::Mutex` and its siblings).
+    WaitingLock,
     /// Parked in a sleep (a timer wakes it).
     Sleeping,
     /// Parked until a descriptor becomes readable or writable.
@@ -60,6 +63,7 @@ impl fmt::Display for ActorState {
             ActorState::WaitingMailbox => "parked on its mailbox",
             ActorState::WaitingChannel => "parked on a channel",
             ActorState::WaitingJoin => "parked in a join",
+            ActorState::WaitingLock => "parked on a lock",
             ActorState::Sleeping => "sleeping (timer)",
             ActorState::Parked => "parked",
             ActorState::Blocking => "in a blocking call",
@@ -103,6 +107,7 @@ impl ActorInfo {
                 WAIT_MAILBOX => ActorState::WaitingMailbox,
                 WAIT_CHANNEL => ActorState::WaitingChannel,
                 WAIT_JOIN => ActorState::WaitingJoin,
+                WAIT_LOCK => ActorState::WaitingLock,
                 WAIT_TIMER => ActorState::Sleeping,
                 WAIT_IO_READ | WAIT_IO_WRITE => ActorState::WaitingIo {
                     fd: a.life.wait_fd.load(Ordering::Relaxed),
