@@ -68,11 +68,11 @@ fn start_sup(
     Vec<u64>,
 ) {
     let reg = registry(names.len());
-    let clock = Arc::new(AtomicU64::new(0));
+    let clock = Arc::new(AtomicU64::new(0)); // the manual clock, in ns
     let (tx, mut ev) = smarm::channel();
     let c = clock.clone();
     let mut spec = SupervisorSpec::new("sup", strategy, max, Duration::from_secs(10))
-        .clock(move || c.load(Ordering::SeqCst))
+        .clock(move || Duration::from_nanos(c.load(Ordering::SeqCst)))
         .events(tx);
     for (i, n) in names.iter().enumerate() {
         spec = spec.child(child(n, i, &reg).restart(restart));

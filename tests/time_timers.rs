@@ -472,3 +472,58 @@ fn oneshot_recv_timeout_keeps_the_receiver_usable() {
         );
     });
 }
+
+#[test]
+fn deadlines_are_instants_everywhere() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (addr, h) = rt.spawn_actor(|mut mb: Mailbox<u32>| {
+            // Past deadlines: nothing waits, nothing is lost.
+            let past = Instant::now();
+            let a = mb.recv_deadline(past);
+            let (tx, mut rx) = smarm::channel::<u32>();
+            let b = rx.recv_deadline(past);
+            let (btx, mut brx) = smarm::bounded::<u32>(1);
+            let c = brx.recv_deadline(past);
+            let (otx, mut orx) = smarm::oneshot::<u32>();
+            let d = orx.recv_deadline(past);
+            smarm::sleep_until(past);
+            // A near deadline parks until it passes (on the runtime's
+            // clock, which the deterministic port runs virtually), then
+            // times out.
+            let t0 = smarm::now_ns();
+            let e = mb.recv_deadline(Instant::now() + Duration::from_millis(5));
+            let waited = smarm::now_ns() - t0;
+            let j = smarm::spawn(|| smarm::sleep(Duration::from_secs(60)));
+            let j = j
+                .join_deadline(Instant::now() + Duration::from_millis(1))
+                .map(|_| ())
+                .unwrap_err();
+            j.actor_ref().kill();
+            let killed = j.join().unwrap_err().is_killed();
+            // A message already queued beats any deadline.
+            tx.send(1).unwrap();
+            btx.send(2).unwrap();
+            otx.send(3).unwrap();
+            let f = [
+                rx.recv_deadline(past),
+                brx.recv_deadline(past),
+                orx.recv_deadline(past),
+            ];
+            (a, b, c, d, e, waited, killed, f)
+        });
+        let (a, b, c, d, e, waited, killed, f) = h.join().unwrap();
+        drop(addr);
+        assert_eq!(a, Err(RecvTimeoutError::Timeout));
+        assert_eq!(b, Err(RecvTimeoutError::Timeout));
+        assert_eq!(c, Err(RecvTimeoutError::Timeout));
+        assert_eq!(d, Err(RecvTimeoutError::Timeout));
+        assert_eq!(e, Err(RecvTimeoutError::Timeout));
+        assert!(
+            waited >= 4_000_000,
+            "recv_deadline returned {waited} ns after the call, 5 ms asked"
+        );
+        assert!(killed, "join_deadline handed the handle back, still joinable");
+        assert_eq!(f, [Ok(1), Ok(2), Ok(3)]);
+    });
+}

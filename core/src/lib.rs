@@ -13,7 +13,7 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
-#[cfg(test)]
+#[cfg(any(test, feature = "std"))]
 extern crate std;
 
 // The layers, bottom to top: sync < seam < lockfree < actor < sched < msg
@@ -81,8 +81,10 @@ pub use rt::runtime::{
 };
 pub use sched::counters::CounterSnapshot;
 pub use sched::queue::{MutexQueue, RingQueue, RunQueue, StripedQueue};
+#[cfg(feature = "std")]
+pub use sched::sleep_until;
 pub use sched::{
-    blocking, checkpoint, current_id, current_name, current_worker, deadline_after, sleep, sleep_until,
+    blocking, checkpoint, current_id, current_name, current_worker, deadline_after, sleep, sleep_until_ns,
     yield_now, LongHold, LongHoldHook,
 };
 pub use seam::arch::{Arch, EntryFn};
@@ -302,6 +304,14 @@ macro_rules! port_api {
             $crate::sleep::<$platform>(d)
         }
 
+        /// The platform's monotonic clock in ns (for tests and ports that
+        /// compare against the runtime's own timers; the API takes
+        /// `Instant` and `Duration`).
+        #[doc(hidden)]
+        pub fn now_ns() -> u64 {
+            <$platform as $crate::Platform>::now_ns()
+        }
+
         /// Sleeps until `deadline` (see [`sleep`]).
         pub fn sleep_until(deadline: ::std::time::Instant) {
             $crate::sleep::<$platform>(deadline.saturating_duration_since(::std::time::Instant::now()))
@@ -320,12 +330,6 @@ macro_rules! port_api {
         /// run queue. Off actors, `f` just runs.
         pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
             $crate::blocking::<$platform, R>(f)
-        }
-
-        /// The platform's monotonic clock in ns (the clock of every
-        /// `*_deadline` call).
-        pub fn now_ns() -> u64 {
-            <$platform as $crate::Platform>::now_ns()
         }
 
         /// [`spawn`] with a name (shown in join errors, `Down` notices and

@@ -62,9 +62,18 @@ pub(crate) fn park_until<P: Platform>(what: u8, deadline: u64, target: impl Poke
     drop(armed);
 }
 
-/// Sleeps until `deadline` (ns on the platform clock): an actor parks (its
-/// worker runs others; a timer wakes it), a plain thread blocks.
-pub fn sleep_until<P: Platform>(deadline: u64) {
+/// Sleeps until `deadline`: an actor parks (its worker runs others; a
+/// timer wakes it), a plain thread blocks. A deadline already past
+/// returns at once.
+#[cfg(feature = "std")]
+pub fn sleep_until<P: Platform>(deadline: std::time::Instant) {
+    sleep_until_ns::<P>(crate::sched::deadline_at::<P>(deadline))
+}
+
+/// [`sleep_until`] with a deadline in ns on the platform's clock (for
+/// ports; `no_std` users have [`sleep`]).
+#[doc(hidden)]
+pub fn sleep_until_ns<P: Platform>(deadline: u64) {
     let Some(me) = current_actor::<P>() else {
         let word = AtomicU32::new(0);
         while P::now_ns() < deadline {
@@ -97,7 +106,8 @@ pub fn sleep_until<P: Platform>(deadline: u64) {
     drop(armed);
 }
 
-/// Sleeps for `d` (see [`sleep_until`]).
+/// Sleeps for `d`: an actor parks (its worker runs others; a timer wakes
+/// it), a plain thread blocks.
 pub fn sleep<P: Platform>(d: Duration) {
-    sleep_until::<P>(deadline_after::<P>(d))
+    sleep_until_ns::<P>(deadline_after::<P>(d))
 }

@@ -39,9 +39,20 @@ pub(crate) fn duration_to_cycles<P: Platform>(d: Duration) -> u64 {
     (d.as_nanos() * hz / 1_000_000_000).min(u64::MAX as u128 / 2) as u64
 }
 
-/// The deadline `d` from now on the platform clock (saturating).
+/// The deadline `d` from now on the platform clock, in ns (saturating;
+/// for ports and core's own timed waits).
+#[doc(hidden)]
 pub fn deadline_after<P: Platform>(d: Duration) -> u64 {
     P::now_ns().saturating_add(d.as_nanos().min(u64::MAX as u128) as u64)
+}
+
+/// `t` on the platform clock, in ns: as far from the platform's now as `t`
+/// is from `Instant::now()` (a deadline already past is now). The two
+/// clocks are the same monotonic clock on Linux and macOS; the
+/// deterministic port's is virtual, and the distance is what carries over.
+#[cfg(feature = "std")]
+pub(crate) fn deadline_at<P: Platform>(t: std::time::Instant) -> u64 {
+    deadline_after::<P>(t.saturating_duration_since(std::time::Instant::now()))
 }
 
 // ---------------------------------------------------------------------------

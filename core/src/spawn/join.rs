@@ -214,11 +214,21 @@ impl<T, P: Platform> JoinHandle<T, P> {
         }
     }
 
-    /// Like [`join`](Self::join), giving up at `deadline_ns` on the
-    /// platform's monotonic clock: `Err(self)` hands the handle back (join
-    /// again later, or drop it to detach). An actor parks with a timer; a
-    /// plain thread blocks with a deadline.
-    pub fn join_deadline(self, deadline_ns: u64) -> Result<Result<T, JoinError>, Self>
+    /// Like [`join`](Self::join), giving up at `deadline`: `Err(self)`
+    /// hands the handle back (join again later, or drop it to detach). An
+    /// actor parks with a timer; a plain thread blocks with a deadline.
+    #[cfg(feature = "std")]
+    pub fn join_deadline(self, deadline: std::time::Instant) -> Result<Result<T, JoinError>, Self>
+    where
+        T: Send + 'static,
+    {
+        self.join_deadline_ns(crate::sched::deadline_at::<P>(deadline))
+    }
+
+    /// [`join_deadline`](Self::join_deadline) with a deadline in ns on the
+    /// platform's monotonic clock (for ports).
+    #[doc(hidden)]
+    pub fn join_deadline_ns(self, deadline_ns: u64) -> Result<Result<T, JoinError>, Self>
     where
         T: Send + 'static,
     {
@@ -233,12 +243,12 @@ impl<T, P: Platform> JoinHandle<T, P> {
         r.map_err(|()| self)
     }
 
-    /// [`join_deadline`](Self::join_deadline) with a timeout.
+    /// Like [`join`](Self::join), giving up after `timeout` (see `join_deadline`).
     pub fn join_timeout(self, timeout: Duration) -> Result<Result<T, JoinError>, Self>
     where
         T: Send + 'static,
     {
-        self.join_deadline(crate::sched::deadline_after::<P>(timeout))
+        self.join_deadline_ns(crate::sched::deadline_after::<P>(timeout))
     }
 
     /// Registers `me` as the waiter: `false` if the result is already in.

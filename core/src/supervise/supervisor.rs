@@ -146,9 +146,10 @@ pub struct SupervisorSpec<P: Platform> {
     pub period: Duration,
     /// The children, in start order.
     pub children: Vec<ChildSpec<P>>,
-    /// The clock intensity is measured on, in ns (default: the platform's
-    /// monotonic clock). Tests pass a clock they advance by hand.
-    pub clock: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
+    /// The clock intensity is measured on: the time since any fixed
+    /// start (default: the platform's monotonic clock). Tests pass a clock
+    /// they advance by hand.
+    pub clock: Option<Arc<dyn Fn() -> Duration + Send + Sync>>,
     /// Where to report events (optional).
     pub events: Option<Sender<SupervisorEvent, P>>,
 }
@@ -174,8 +175,9 @@ impl<P: Platform> SupervisorSpec<P> {
         self
     }
 
-    /// Measures intensity on `clock` (ns) instead of the platform's.
-    pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+    /// Measures intensity on `clock` (the time since any fixed start)
+    /// instead of the platform's monotonic clock.
+    pub fn clock(mut self, clock: impl Fn() -> Duration + Send + Sync + 'static) -> Self {
         self.clock = Some(Arc::new(clock));
         self
     }
@@ -304,7 +306,7 @@ impl<P: Platform> Drop for Sup<P> {
 impl<P: Platform> Sup<P> {
     fn now(&self) -> u64 {
         match &self.spec.clock {
-            Some(c) => c(),
+            Some(c) => c().as_nanos().min(u128::from(u64::MAX)) as u64,
             None => P::now_ns(),
         }
     }

@@ -187,6 +187,13 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
         self.recv_deadline_ns(sched::deadline_after::<P>(timeout))
     }
 
+    /// [`recv_timeout`](Self::recv_timeout) with a deadline instead of a
+    /// timeout.
+    #[cfg(feature = "std")]
+    pub fn recv_deadline(&mut self, deadline: std::time::Instant) -> Result<T, RecvTimeoutError> {
+        self.recv_deadline_ns(sched::deadline_at::<P>(deadline))
+    }
+
     /// [`recv_timeout`](Self::recv_timeout) with a deadline in ns on the
     /// platform's monotonic clock (for ports).
     #[doc(hidden)]
