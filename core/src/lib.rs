@@ -97,7 +97,7 @@ pub use seam::platform::{
 pub use spawn::join::JoinHandle;
 pub use spawn::{
     spawn, spawn_actor, spawn_actor_named, spawn_named, try_spawn, try_spawn_actor, try_spawn_actor_named,
-    try_spawn_named, ActorBuilder,
+    try_spawn_named, ActorBuilder, Reserved,
 };
 pub use supervise::link::{current, link, trap_exits_into, Monitor};
 pub use supervise::names;
@@ -118,8 +118,11 @@ macro_rules! port_api {
         pub type BuilderWith<Q> = $crate::Builder<$platform, Q>;
         /// A handle to wait for an actor's result.
         pub type JoinHandle<T> = $crate::JoinHandle<T, $platform>;
-        /// Options for one spawn (a name, a stack size).
+        /// Options for one spawn (a name, a stack size, a mailbox capacity).
         pub type ActorBuilder = $crate::ActorBuilder<$platform>;
+        /// An actor reserved but not yet spawned: its address first, its
+        /// body later (`ActorBuilder::reserve`).
+        pub type Reserved<M> = $crate::Reserved<M, $platform>;
         /// The default run queue (MPMC ring + overflow).
         pub type RingQueue = $crate::RingQueue<$platform>;
         /// The mutex run queue (baseline variant).

@@ -155,9 +155,10 @@ pub(crate) struct Life {
     pub(crate) hooks: ExitHooks,
     /// Set once by `trap_exits_into` (a leaked `Box<TrapFn>`, freed on drop).
     trap: AtomicPtr<TrapFn>,
-    /// The control block, to wake it for a kill (written once, before the
-    /// actor or any handle to it is shared).
-    pub(crate) actor: RawCell<Weak<Actor>>,
+    /// The control block, to wake it for a kill: a `Weak::into_raw`
+    /// pointer, null until the actor is made ([`Life::bind_actor`]; a
+    /// reserved actor's `Life` is shared before that).
+    actor: AtomicPtr<Actor>,
     /// What the actor waits on when parked (`dump::WAIT_*`; a hint).
     pub(crate) wait: AtomicU8,
     /// The descriptor of an IO wait (`WAIT_IO_*`; a hint).
@@ -166,8 +167,11 @@ pub(crate) struct Life {
     /// feature; for dumps). `u64::MAX` sent: no mailbox.
     pub(crate) sent: AtomicU64,
     pub(crate) taken: AtomicU64,
-    /// The usable stack range `[lo, hi)` (for dumps; fixed at spawn).
-    pub(crate) stack: (usize, usize),
+    /// The usable stack range `[lo, hi)` (for dumps and overflow reports):
+    /// written once, before the actor is registered or runs (at `new`, or
+    /// by `set_stack` when a reserved actor is spawned); nobody reads it
+    /// before.
+    stack: RawCell<(usize, usize)>,
     /// Opted in to ending by `StackOverflow` instead of aborting.
     pub(crate) recover_overflow: AtomicBool,
     /// Closes the actor's mailbox when its owner can no longer drop it
@@ -197,9 +201,9 @@ pub(crate) trait CloseDead: Send + Sync {
 /// whether it was delivered).
 pub(crate) type TrapFn = Box<dyn Fn(&Down) -> bool + Send + Sync>;
 
-// SAFETY: `actor` is written once before the `Life` is shared and only read
-// afterwards; `links` is touched only under `links_lock`; the rest are
-// atomics or `Sync` (ExitHooks).
+// SAFETY: `stack` is written only before the actor is registered or runs
+// (its readers come after); `links` is touched only under `links_lock`;
+// the rest are atomics or `Sync` (ExitHooks).
 unsafe impl Send for Life {}
 // SAFETY: as above.
 unsafe impl Sync for Life {}
@@ -212,17 +216,56 @@ impl Life {
             killed: AtomicBool::new(false),
             hooks: ExitHooks::new(),
             trap: AtomicPtr::new(ptr::null_mut()),
-            actor: RawCell::new(Weak::new()),
+            actor: AtomicPtr::new(ptr::null_mut()),
             wait: AtomicU8::new(0),
             wait_fd: crate::sync::AtomicI32::new(-1),
             sent: AtomicU64::new(u64::MAX),
             taken: AtomicU64::new(0),
-            stack,
+            stack: RawCell::new(stack),
             recover_overflow: AtomicBool::new(false),
             mailbox: RawCell::new(None),
             links: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
             links_lock: AtomicBool::new(false),
         })
+    }
+
+    /// The usable stack range `[lo, hi)`.
+    pub(crate) fn stack(&self) -> (usize, usize) {
+        // SAFETY: written only before the actor is registered or runs
+        // (field doc), which every reader comes after.
+        unsafe { *self.stack.get() }
+    }
+
+    /// A reserved actor's stack, once spawned.
+    ///
+    /// # Safety
+    ///
+    /// Before the actor is registered or runs, once, by its spawn.
+    pub(crate) unsafe fn set_stack(&self, range: (usize, usize)) {
+        // SAFETY: contract: nobody reads it yet.
+        unsafe { *self.stack.get() = range };
+    }
+
+    /// Points the `Life` at its control block, made just now. `shared`: a
+    /// reserved actor's `Life`, which others may already hold (an
+    /// `ActorRef` may kill it meanwhile); then a kill that came before is
+    /// handed to the actor, which checks it when it starts.
+    pub(crate) fn bind_actor(&self, a: &Arc<Actor>, shared: bool) {
+        let p = Weak::into_raw(Arc::downgrade(a)).cast_mut();
+        if !shared {
+            // Relaxed: nobody else holds this `Life` yet; the actor's
+            // publication (its queue push or switch) orders it for later
+            // readers.
+            self.actor.store(p, Ordering::Relaxed);
+            return;
+        }
+        // SeqCst: a Dekker pair with `kill` (stores `killed`, then loads
+        // `actor`): either the kill sees the actor, or this sees the kill.
+        self.actor.store(p, Ordering::SeqCst);
+        if self.killed.load(Ordering::SeqCst) {
+            // Release: the actor's own copy, as in `kill`.
+            a.killed.store(true, Ordering::Release);
+        }
     }
 
     /// Marks the actor as owning a mailbox (its depth shows in dumps).
@@ -264,11 +307,19 @@ impl Life {
     /// Kills the actor: sets the flag its next resume point checks, and
     /// wakes it if it is parked.
     pub(crate) fn kill(&self) {
-        // Release: a hint for the actor's Relaxed check at resume; a parked
-        // actor is ordered by the wake's CAS below.
-        self.killed.store(true, Ordering::Release);
-        // SAFETY: written once before this `Life` was shared.
-        let actor = unsafe { (*self.actor.get()).upgrade() };
+        // SeqCst: a hint for the actor's Relaxed check at resume (a parked
+        // actor is ordered by the wake's CAS below), and the kill's half of
+        // the Dekker pair with `bind_actor`.
+        self.killed.store(true, Ordering::SeqCst);
+        // SeqCst: as above.
+        let p = self.actor.load(Ordering::SeqCst);
+        let actor = if p.is_null() {
+            None
+        } else {
+            // SAFETY: a `Weak::into_raw` pointer the `Life` owns until its
+            // drop (we hold `&self`); borrowed without taking its count.
+            core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(p) }).upgrade()
+        };
         if let Some(a) = actor {
             // The copy the actor checks at every resume, on its own control
             // block's cache line (Release: as above).
@@ -371,6 +422,12 @@ impl Life {
 
 impl Drop for Life {
     fn drop(&mut self) {
+        // Relaxed: `&mut self`, as in `ExitHooks::drop`.
+        let p = self.actor.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // SAFETY: the `Weak::into_raw` pointer `bind_actor` stored.
+            drop(unsafe { Weak::from_raw(p) });
+        }
         // Relaxed: `&mut self`, as in `ExitHooks::drop`.
         let trap = self.trap.load(Ordering::Relaxed);
         if !trap.is_null() {

@@ -144,7 +144,7 @@ mod imp {
         // SAFETY: `life.stack` is the actor's usable stack, mapped while it
         // lives; `w.fake` outlives the switch (it is the caller's).
         unsafe {
-            let (lo, hi) = a.life.stack;
+            let (lo, hi) = a.life.stack();
             __sanitizer_start_switch_fiber(&mut w.fake, lo as *const c_void, hi - lo);
         }
         #[cfg(not(smarm_asan))]

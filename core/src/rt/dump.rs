@@ -123,8 +123,8 @@ impl ActorInfo {
             state,
             mailbox_depth: a.life.mailbox_depth(),
             worker: None,
-            stack_size: a.life.stack.1 - a.life.stack.0,
-            stack_touched: touched(a.life.stack.0, a.life.stack.1),
+            stack_size: a.life.stack().1 - a.life.stack().0,
+            stack_touched: touched(a.life.stack().0, a.life.stack().1),
         })
     }
 }

@@ -2,4 +2,5 @@
 //! and the dump report ([`dump`]).
 
 pub mod dump;
+mod on;
 pub(crate) mod runtime;

@@ -261,7 +261,7 @@ pub struct ShutdownReport {
 /// Generic over the platform `P` (ports alias it so users never write it)
 /// and the run-queue variant `Q`.
 pub struct Runtime<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
-    shared: Arc<Shared<P, Q>>,
+    pub(super) shared: Arc<Shared<P, Q>>,
     threads: Vec<P::Thread>,
     monitor: Option<P::Thread>,
     stack_size: usize,
@@ -525,69 +525,6 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
             }
         }
         ShutdownReport { abandoned }
-    }
-}
-
-/// Registered names, from any thread ([`crate::names`]: Erlang's `register`).
-impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
-    /// Binds `name` to `addr`'s actor until it exits or is unregistered
-    /// (as the free `register`, from any thread).
-    pub fn register<M: Send + 'static>(
-        &self,
-        name: &str,
-        addr: &Addr<M, P>,
-    ) -> Result<(), crate::RegisterError> {
-        crate::supervise::names::register_in(&self.shared.core.names, name, addr)
-    }
-
-    /// The address registered as `name`, if a live actor holds it with
-    /// message type `M`.
-    pub fn whereis<M: Send + 'static>(&self, name: &str) -> Option<Addr<M, P>> {
-        crate::supervise::names::whereis_in(&self.shared.core.names, name)
-    }
-
-    /// Unbinds `name`; whether a live actor held it.
-    pub fn unregister(&self, name: &str) -> bool {
-        self.shared.core.names.remove(name)
-    }
-
-    /// Every registered name, sorted.
-    pub fn registered(&self) -> Vec<Arc<str>> {
-        self.shared.core.names.names()
-    }
-}
-
-/// [`ActorBuilder`](crate::ActorBuilder)'s spawns from any thread (here, in
-/// the runtime's layer, since they name the runtime).
-impl<P: Platform> crate::spawn::ActorBuilder<P> {
-    /// Spawns on `rt` from any thread (queued, as
-    /// [`Runtime::try_spawn`]).
-    pub fn spawn_on<Q, F, T>(self, rt: &Runtime<P, Q>, f: F) -> Result<JoinHandle<T, P>, SpawnError>
-    where
-        Q: RunQueue<P>,
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let stack = self.checked_stack()?;
-        rt.spawn_with_id(self.name, stack, |_| f)
-    }
-
-    /// [`spawn_on`](Self::spawn_on) of an actor with a mailbox.
-    #[allow(clippy::type_complexity)]
-    pub fn spawn_actor_on<Q, M, F, T>(
-        self,
-        rt: &Runtime<P, Q>,
-        f: F,
-    ) -> Result<(Addr<M, P>, JoinHandle<T, P>), SpawnError>
-    where
-        Q: RunQueue<P>,
-        M: Send + 'static,
-        F: FnOnce(Mailbox<M, P>) -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let stack = self.checked_stack()?;
-        let cap = self.checked_capacity()?;
-        rt.spawn_actor_inner(self.name, stack, cap, f)
     }
 }
 

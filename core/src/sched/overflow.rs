@@ -232,7 +232,7 @@ pub extern "C" fn overflow_exit<P: Platform>() -> ! {
     unsafe {
         (*c).current = ptr::null();
         let actor: &Actor = &*a;
-        let (lo, hi) = actor.life.stack;
+        let (lo, hi) = actor.life.stack();
         let stack_size = hi - lo;
         let err = crate::actor::exit::JoinError::StackOverflow {
             id: actor.id,

@@ -22,38 +22,62 @@ impl<P: Platform> RtCore<P> {
         name: Option<Arc<str>>,
         stack: Option<usize>,
     ) -> Result<(Arc<Life>, RawStack), SpawnError> {
+        // SAFETY: forwarded contract.
+        let stack = unsafe { self.take_stack(c, stack) }?;
+        // SAFETY: forwarded contract.
+        let id = unsafe { self.new_id(c) };
+        Ok((Life::new(id, name, stack.usable_range()), stack))
+    }
+
+    /// A stack for a new actor: from `c`'s cache, or (null `c`) the shared
+    /// pool; a `stack` size other than the runtime's is mapped for it alone.
+    ///
+    /// # Safety
+    ///
+    /// As [`reserve`](Self::reserve).
+    pub(crate) unsafe fn take_stack(
+        &self,
+        c: *mut WorkerCtx<P>,
+        stack: Option<usize>,
+    ) -> Result<RawStack, SpawnError> {
         let own = stack
             .map(|bytes| bytes.div_ceil(P::page_size()) * P::page_size())
             .filter(|&bytes| bytes != self.pool.usable());
-        let (id, stack) = if c.is_null() {
-            let stack = match own {
-                Some(bytes) => P::stack_alloc(bytes)?,
-                None => self.pool.get_one()?,
-            };
-            // Relaxed: ids only need uniqueness.
-            (self.next_id.fetch_add(1, Ordering::Relaxed), stack)
-        } else {
+        Ok(match (own, c.is_null()) {
+            (Some(bytes), _) => P::stack_alloc(bytes)?,
+            (None, true) => self.pool.get_one()?,
             // SAFETY: contract: `c` is this thread's context, unaliased.
-            let c = unsafe { &mut *c };
-            let stack = match own {
-                Some(bytes) => P::stack_alloc(bytes)?,
-                None => self.pool.get(&mut c.stacks)?,
-            };
-            if c.id_next == c.id_end {
-                // Relaxed: ids only need uniqueness.
-                c.id_next = self.next_id.fetch_add(ID_BLOCK, Ordering::Relaxed);
-                c.id_end = c.id_next + ID_BLOCK;
-            }
-            c.id_next += 1;
-            (c.id_next - 1, stack)
-        };
-        Ok((Life::new(id, name, stack.usable_range()), stack))
+            (None, false) => self.pool.get(unsafe { &mut (*c).stacks })?,
+        })
+    }
+
+    /// A new actor id: from `c`'s block of ids, or (null `c`) the shared
+    /// counter.
+    ///
+    /// # Safety
+    ///
+    /// As [`reserve`](Self::reserve).
+    pub(crate) unsafe fn new_id(&self, c: *mut WorkerCtx<P>) -> u64 {
+        if c.is_null() {
+            // Relaxed: ids only need uniqueness.
+            return self.next_id.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: contract: `c` is this thread's context, unaliased.
+        let c = unsafe { &mut *c };
+        if c.id_next == c.id_end {
+            // Relaxed: ids only need uniqueness.
+            c.id_next = self.next_id.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            c.id_end = c.id_next + ID_BLOCK;
+        }
+        c.id_next += 1;
+        c.id_next - 1
     }
 
     /// The control block of a new actor around `entry` on `stack` (from
     /// [`reserve`](Self::reserve) with the same `c`), bootstrapped to start
     /// in [`actor_entry`], counted and registered (in `c`'s registry shard,
-    /// or the outside one when `c` is null). The caller starts it.
+    /// or the outside one when `c` is null). The caller starts it. `shared`:
+    /// `life` is a reserved actor's, which others may hold already.
     ///
     /// # Safety
     ///
@@ -64,15 +88,14 @@ impl<P: Platform> RtCore<P> {
         life: Arc<Life>,
         stack: RawStack,
         entry: Entry,
+        shared: bool,
     ) -> Arc<Actor> {
         let top = stack.top();
         crate::actor::sanitizer::fresh_stack(stack.usable_range());
         // SAFETY: written once by the builder before the runtime is shared.
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
         let actor = Arc::new(Actor::new(life.id, entry, stack, P::stack_free, rt, life.clone()));
-        // SAFETY: the `Life` is not shared yet beyond the mailbox made for
-        // this actor, whose handles nobody else holds yet.
-        unsafe { *life.actor.get() = Arc::downgrade(&actor) };
+        life.bind_actor(&actor, shared);
         // SAFETY: `top` is the page-aligned end of a fresh mapping of at
         // least the runtime's minimum stack size; `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its

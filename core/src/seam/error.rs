@@ -139,6 +139,9 @@ pub enum SpawnError {
     /// An [`ActorBuilder::capacity`](crate::ActorBuilder::capacity) of 0
     /// (a bounded mailbox holds at least one message).
     MailboxCapacity,
+    /// A [`Reserved`](crate::Reserved) actor spawned on another runtime
+    /// than the one it was reserved on.
+    ForeignRuntime,
 }
 
 impl From<StackError> for SpawnError {
@@ -162,6 +165,9 @@ impl fmt::Display for SpawnError {
                 f,
                 "cannot spawn an actor with a {requested}-byte stack: the stack size must be \
                  {minimum}..={maximum} bytes"
+            ),
+            SpawnError::ForeignRuntime => f.write_str(
+                "cannot spawn a reserved actor on another runtime than the one it was reserved on",
             ),
             SpawnError::MailboxCapacity => {
                 f.write_str("cannot spawn an actor with a mailbox capacity of 0: a bounded mailbox holds at least 1 message")

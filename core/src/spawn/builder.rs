@@ -6,6 +6,7 @@ use alloc::sync::Arc;
 use core::marker::PhantomData;
 
 use super::join::JoinHandle;
+use super::Reserved;
 use super::{spawn_actor_with, spawn_with, Origin};
 use crate::msg::mailbox::{Addr, Mailbox};
 use crate::seam::error::{SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
@@ -143,6 +144,25 @@ impl<P: Platform> ActorBuilder<P> {
     {
         let stack = self.checked_stack()?;
         spawn_with::<P, F, T>(Origin::Here, self.name, stack, |_| f)
+    }
+
+    /// Reserves an actor (inside an actor, on its runtime): its address now,
+    /// the actor itself when [`Reserved::spawn`] gives it a body, with this
+    /// builder's name, stack size and mailbox capacity. From any thread:
+    /// [`reserve_on`](Self::reserve_on). [`SpawnError::NoRuntime`] on a
+    /// plain thread.
+    #[allow(clippy::type_complexity)]
+    pub fn reserve<M: Send + 'static>(self) -> Result<(Addr<M, P>, Reserved<M, P>), SpawnError> {
+        let stack = self.checked_stack()?;
+        let cap = self.checked_capacity()?;
+        if crate::sched::current_actor::<P>().is_none() {
+            return Err(SpawnError::NoRuntime);
+        }
+        let c = crate::sched::ctx::<P>();
+        // SAFETY: a running actor's worker context is live (ours, this
+        // thread's) and its `core` outlives the actors it runs; no other
+        // reference to it is live here.
+        Ok(unsafe { super::reserve::reserve_in(&*(*c).core, c, self.name, stack, cap) })
     }
 
     /// [`spawn`](Self::spawn) of an actor with a mailbox: `f` receives the

@@ -11,8 +11,11 @@
 
 mod builder;
 pub(crate) mod join;
+mod reserve;
+pub(crate) use reserve::reserve_in;
 
 pub use builder::ActorBuilder;
+pub use reserve::Reserved;
 
 use alloc::sync::Arc;
 
@@ -34,11 +37,35 @@ pub(crate) enum Origin<'a, P: Platform> {
     Outside(&'a RtCore<P>, &'a dyn Fn(Arc<Actor>)),
 }
 
+/// Who a new actor is.
+pub(crate) enum Identity {
+    /// A new id, with this name.
+    New(Option<Arc<str>>),
+    /// A reserved actor's `Life` (already shared through its addresses),
+    /// reserved on the runtime whose core is at this address.
+    Reserved(Arc<Life>, usize),
+}
+
 /// The one spawn path: a child named `name` whose body `build` makes from
 /// the child's [`Life`] (its id and name, for a mailbox bound to it).
 pub(crate) fn spawn_with<P, F, T>(
     origin: Origin<'_, P>,
     name: Option<Arc<str>>,
+    stack: Option<usize>,
+    build: impl FnOnce(&Arc<Life>) -> F,
+) -> Result<JoinHandle<T, P>, SpawnError>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_as(origin, Identity::New(name), stack, build)
+}
+
+/// [`spawn_with`] for any [`Identity`].
+pub(crate) fn spawn_as<P, F, T>(
+    origin: Origin<'_, P>,
+    who: Identity,
     stack: Option<usize>,
     build: impl FnOnce(&Arc<Life>) -> F,
 ) -> Result<JoinHandle<T, P>, SpawnError>
@@ -59,14 +86,30 @@ where
         }
         Origin::Outside(core, _) => (core, core::ptr::null_mut(), core::ptr::null()),
     };
-    // SAFETY: `c` is null or this thread's live worker context of `core`'s
-    // runtime; no reference to it is held across the switch below (after
-    // it we may be on another worker).
-    let (life, stack) = unsafe { core.reserve(c, name, stack)? };
+    // `c` is null or this thread's live worker context of `core`'s runtime;
+    // no reference to it is held across the switch below (after it we may
+    // be on another worker).
+    let (life, stack, shared) = match who {
+        Identity::New(name) => {
+            // SAFETY: `c` as above.
+            let (life, stack) = unsafe { core.reserve(c, name, stack)? };
+            (life, stack, false)
+        }
+        Identity::Reserved(life, rt) => {
+            if rt != core::ptr::from_ref(core).addr() {
+                return Err(SpawnError::ForeignRuntime);
+            }
+            // SAFETY: `c` as above.
+            let stack = unsafe { core.take_stack(c, stack)? };
+            // SAFETY: the actor is not made yet: nobody reads its stack.
+            unsafe { life.set_stack(stack.usable_range()) };
+            (life, stack, true)
+        }
+    };
     let body = build(&life);
     let (entry, handle) = make_entry::<P, F, T>(life.id, life.clone(), body);
-    // SAFETY: as above, with the stack `reserve` gave for `c`.
-    let child = unsafe { core.new_actor(c, life, stack, entry) };
+    // SAFETY: as above, with the stack taken for `c`.
+    let child = unsafe { core.new_actor(c, life, stack, entry, shared) };
     match origin {
         // SAFETY: with `Here`, `me` is the running actor (found above).
         Origin::Here => unsafe { sched::start_here::<P>(me, child) },
