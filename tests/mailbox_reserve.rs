@@ -157,7 +157,7 @@ fn reservations_stay_on_their_runtime() {
 fn a_bounded_mailbox_parks_its_senders_until_the_actor_catches_up() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(2).build().unwrap();
-        let (gate_tx, mut gate) = smarm::oneshot::<()>();
+        let (gate_tx, gate) = smarm::oneshot::<()>();
         let (addr, h) = ActorBuilder::new()
             .capacity(4)
             .spawn_actor_on(&rt, move |mut mb: Mailbox<u32>| {
