@@ -25,7 +25,7 @@ N="${1:-16}"
 FIRST="${2:-0}"
 PER_RUN_TIMEOUT="${SIM_RUN_TIMEOUT:-300}"
 
-BINS=(rt_basic rt_shutdown rt_migration mailbox_basic mailbox_reserve channel_basic time_timers
+BINS=(rt_basic rt_shutdown rt_migration mailbox_basic mailbox_reserve select channel_basic time_timers
       fault_links fault_supervisor fault_local fault_torture sync_locks)
 SKIP=(
   # FIFO fairness: the policy picks actors at random on purpose.

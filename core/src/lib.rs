@@ -75,6 +75,7 @@ pub mod state_word {
 pub use actor::exit::{Down, ExitReason, JoinError, Killed};
 pub use actor::life::ActorRef;
 pub use msg::mailbox::{Addr, Mailbox, SendError};
+pub use msg::select::{Select, Selectable};
 pub use rt::runtime::{
     Builder, CountersReport, Runtime, ShutdownReport, DEFAULT_QUEUE_CAPACITY, DEFAULT_STACK_SIZE,
     DEFAULT_TIMESLICE,
@@ -133,6 +134,10 @@ macro_rules! port_api {
         pub type Mailbox<M> = $crate::Mailbox<M, $platform>;
         /// The address of an actor's mailbox (clone it, send to it).
         pub type Addr<M> = $crate::Addr<M, $platform>;
+        /// Waits on several sources at once (a mailbox, channels, joins, a
+        /// timeout) and takes exactly one (see `smarm_core::Select`).
+        pub type Select<'a, R> = $crate::Select<'a, R, $platform>;
+        pub use $crate::Selectable;
 
         /// A value per actor (declare it as a `static`; see
         /// `smarm_core::local` for the thread-local hazard it replaces).

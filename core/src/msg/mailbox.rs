@@ -428,6 +428,11 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         self.shared.id
     }
 
+    /// The MPSC core (for select's registrations).
+    pub(crate) fn chan(&self) -> &Chan<M> {
+        &self.shared.chan
+    }
+
     /// The mailbox's capacity; `None` if it is unbounded.
     pub fn capacity(&self) -> Option<usize> {
         self.shared.bound.as_ref().map(|b| b.cap())

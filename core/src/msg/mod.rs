@@ -4,4 +4,5 @@
 
 pub mod channel;
 pub mod mailbox;
+pub mod select;
 pub(crate) mod wait;

@@ -24,7 +24,10 @@ pub(crate) struct ThreadWaiter {
     wake: fn(&AtomicU32),
 }
 
-/// Whoever waits: an actor (parks) or an OS thread (futex-waits).
+/// Whoever waits: an actor (parks) or an OS thread (futex-waits). A clone
+/// is one more registration of the same waiter (a select registers with
+/// several sources).
+#[derive(Clone)]
 pub(crate) enum Waiter {
     Actor(Arc<Actor>),
     Thread(Arc<ThreadWaiter>),

@@ -7,14 +7,15 @@
 //! | value         | meaning                                         |
 //! |---------------|-------------------------------------------------|
 //! | `EMPTY`       | no result, nobody waiting                       |
-//! | `WAIT_ACTOR`  | no result; `waiter` holds a parked-or-parking actor |
+//! | `WAIT_REG`    | no result; `waiter` holds a registration: a parked-or-parking actor, or a select's waiter (an actor or a thread) |
 //! | `WAIT_THREAD` | no result; an OS thread sleeps on this word     |
 //! | `DONE`        | `result` is written                             |
 //!
-//! 1. The joiner, finding no result, writes `waiter` (actors) and CASes
-//!    `EMPTY → WAIT_*` (Release). If the CAS finds `DONE`, it takes the result.
+//! 1. The joiner, finding no result, writes `waiter` (registrations) and
+//!    CASes `EMPTY → WAIT_*` (Release). If the CAS finds `DONE`, it takes
+//!    the result.
 //! 2. The finishing actor writes `result` and swaps in `DONE` (AcqRel). The
-//!    old value says whom to wake: the `waiter` actor, or futex sleepers.
+//!    old value says whom to wake: the `waiter`, or futex sleepers.
 //!
 //! Each side publishes before it reads the other's: no wake is lost.
 
@@ -28,20 +29,21 @@ use crate::actor::exit::{ExitReason, JoinError};
 use crate::actor::life::{ActorRef, Life};
 use crate::actor::WAIT_JOIN;
 use crate::actor::{AbortJoin, Actor, CANCEL_UNWINDING};
+use crate::msg::wait::Waiter;
 use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use core::time::Duration;
 
 const EMPTY: u32 = 0;
-const WAIT_ACTOR: u32 = 1;
+const WAIT_REG: u32 = 1;
 const WAIT_THREAD: u32 = 2;
 const DONE: u32 = 3;
 
 /// Where one actor's outcome waits for its joiner.
 pub(crate) struct JoinSlot<T> {
     state: AtomicU32,
-    waiter: UnsafeCell<Option<Arc<Actor>>>,
+    waiter: UnsafeCell<Option<Waiter>>,
     result: UnsafeCell<Option<Result<T, JoinError>>>,
 }
 
@@ -61,7 +63,8 @@ impl<T> JoinSlot<T> {
         }
     }
 
-    /// Step 2: stores the outcome; returns a parked joiner to wake.
+    /// Step 2: stores the outcome; returns a parked actor joiner to wake (a
+    /// thread is woken here).
     pub(crate) fn complete<F: crate::seam::platform::Futex>(
         &self,
         r: Result<T, JoinError>,
@@ -72,9 +75,16 @@ impl<T> JoinSlot<T> {
         // DONE; Acquire makes the joiner's `waiter` write visible.
         match self.state.swap(DONE, Ordering::AcqRel) {
             // SAFETY: the joiner wrote `waiter` before its Release CAS into
-            // WAIT_ACTOR, which our Acquire swap observed; it no longer
+            // WAIT_REG, which our Acquire swap observed; it no longer
             // touches it.
-            WAIT_ACTOR => self.waiter.with_mut(|p| unsafe { (*p).take() }),
+            WAIT_REG => match self.waiter.with_mut(|p| unsafe { (*p).take() }) {
+                Some(Waiter::Actor(a)) => Some(a),
+                Some(w) => {
+                    w.wake();
+                    None
+                }
+                None => None,
+            },
             WAIT_THREAD => {
                 F::wake_all(&self.state);
                 None
@@ -87,21 +97,57 @@ impl<T> JoinSlot<T> {
     /// has not taken it) and wakes the joiner.
     fn poke(self: &Arc<Self>) {
         // AcqRel: Acquire sees the joiner's `waiter` write (before its
-        // Release CAS into WAIT_ACTOR); one of this CAS and `complete`'s
+        // Release CAS into WAIT_REG); one of this CAS and `complete`'s
         // swap takes the registration.
         if self
             .state
-            .compare_exchange(WAIT_ACTOR, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(WAIT_REG, EMPTY, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             // SAFETY: our CAS took the registration; the joiner writes
             // `waiter` again only once this poke has returned.
-            if let Some(a) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
-                if let Some(a) = a.wake() {
-                    crate::actor::schedule(a);
-                }
+            if let Some(w) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
+                w.wake();
             }
         }
+    }
+
+    /// Registers `w` (step 1): `false` if the result is already in.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the handle's only user and nothing is registered.
+    unsafe fn register(&self, w: Waiter) -> bool {
+        // SAFETY: contract: the slot is not WAIT_REG, so nobody else reads
+        // `waiter` (a timer's poke that emptied it has returned).
+        self.waiter.with_mut(|p| unsafe { *p = Some(w) });
+        // Release: publishes `waiter` to the Acquire swap in `complete`.
+        if self
+            .state
+            .compare_exchange(EMPTY, WAIT_REG, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // DONE already: take our registration back.
+            // SAFETY: the CAS failed, so `complete` never read `waiter`.
+            drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
+            return false;
+        }
+        true
+    }
+
+    /// Takes a registration back; `false` if `complete` (or a poke) took
+    /// it first.
+    fn withdraw(&self) -> bool {
+        // AcqRel: as in `poke`.
+        let won = self
+            .state
+            .compare_exchange(WAIT_REG, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if won {
+            // SAFETY: our CAS took the registration back.
+            drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
+        }
+        won
     }
 
     fn is_done(&self) -> bool {
@@ -260,22 +306,8 @@ impl<T, P: Platform> JoinHandle<T, P> {
             Arc::from_raw(me)
         };
         // SAFETY: we are the only joiner (the handle is consumed by `join`)
-        // and the slot is EMPTY (not WAIT_ACTOR), so nobody else reads
-        // `waiter`: a timer's poke that emptied it has returned.
-        self.slot.waiter.with_mut(|p| unsafe { *p = Some(me_arc) });
-        // Release: publishes `waiter` to the Acquire swap in `complete`.
-        if self
-            .slot
-            .state
-            .compare_exchange(EMPTY, WAIT_ACTOR, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // DONE already: take our registration back.
-            // SAFETY: the CAS failed, so `complete` never read `waiter`.
-            drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
-            return false;
-        }
-        true
+        // and the slot is EMPTY: nothing is registered.
+        unsafe { self.slot.register(Waiter::Actor(me_arc)) }
     }
 
     /// The actor's wait, until `deadline` if given (`None`: timed out, the
@@ -305,15 +337,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
                 Some(d) if P::now_ns() >= d => {
                     // Withdraw; a failure means DONE (take it) or EMPTY
                     // (the timer's poke took the registration).
-                    if self
-                        .slot
-                        .state
-                        .compare_exchange(WAIT_ACTOR, EMPTY, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok()
-                    {
-                        // SAFETY: our CAS took the registration back.
-                        drop(self.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
-                    }
+                    self.slot.withdraw();
                     return self
                         .slot
                         .is_done()
@@ -434,4 +458,42 @@ where
         completer.complete(r)
     });
     (entry, handle)
+}
+
+/// A select's join arm: ready once the actor has finished (then
+/// `JoinHandle::join` returns at once).
+struct JoinArm<'a, T, P: Platform, F> {
+    h: &'a mut JoinHandle<T, P>,
+    f: Option<F>,
+}
+
+impl<T, P: Platform, F: FnOnce() -> R, R> crate::msg::select::Arm<R> for JoinArm<'_, T, P, F> {
+    fn poll(&mut self) -> Option<R> {
+        self.h
+            .slot
+            .is_done()
+            .then(|| (self.f.take().expect("an arm completes once"))())
+    }
+
+    fn register(&mut self, w: &Waiter) -> bool {
+        // SAFETY: the select holds the only (`&mut`) borrow of the handle
+        // and withdraws before it returns: nothing else is registered.
+        unsafe { self.h.slot.register(w.clone()) }
+    }
+
+    fn withdraw(&mut self) {
+        self.h.slot.withdraw();
+    }
+
+    fn closed(&mut self) -> Option<R> {
+        None
+    }
+}
+
+impl<'a, R: 'a, P: Platform> crate::msg::select::Select<'a, R, P> {
+    /// An arm that is ready once `h`'s actor has finished (its result is
+    /// in: `h.join()` then returns at once, whatever the result).
+    pub fn join<T: 'a>(self, h: &'a mut JoinHandle<T, P>, f: impl FnOnce() -> R + 'a) -> Self {
+        self.arm(alloc::boxed::Box::new(JoinArm { h, f: Some(f) }))
+    }
 }

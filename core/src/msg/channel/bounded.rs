@@ -215,6 +215,12 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
 }
 
 impl<T, P: Platform> BoundedReceiver<T, P> {
+    /// The MPSC core (for select's registrations; a message a select takes
+    /// goes through `try_recv`, which frees its slot).
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        &self.shared.chan
+    }
+
     /// The channel's capacity.
     pub fn capacity(&self) -> usize {
         self.shared.bound.cap()

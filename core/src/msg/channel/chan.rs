@@ -413,6 +413,33 @@ impl<T> Chan<T> {
         }
     }
 
+    /// A select's registration (`R1`–`R2` without the wait): `false` if a
+    /// message or the disconnection is already here (then nothing stays
+    /// registered), else `w` stays until [`withdraw`](Self::withdraw) or a
+    /// waker takes it.
+    ///
+    /// # Safety
+    ///
+    /// Receiver only, as for [`pop`](Self::pop).
+    pub(crate) unsafe fn register(&self, w: Waiter) -> bool {
+        // R1.
+        self.rx.put(w);
+        crate::seam::failpoint::hit(crate::seam::failpoint::Site::RecvRegistered);
+        // R2, as in `wait`.
+        // SAFETY: single consumer (contract).
+        if !unsafe { self.queue.is_empty_sc() } || self.senders.load(Ordering::SeqCst) == 0 {
+            drop(self.rx.take());
+            return false;
+        }
+        true
+    }
+
+    /// Takes a select's registration back (a waker that took it first will
+    /// wake the receiver once more, harmlessly: every wait loops).
+    pub(crate) fn withdraw(&self) {
+        drop(self.rx.take());
+    }
+
     /// `R1`–`R3`; an actor waits by calling `park`, a thread until
     /// `deadline` at most. Returns `false` instead of waiting when the
     /// caller is an actor being cancelled.

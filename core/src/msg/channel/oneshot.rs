@@ -321,6 +321,46 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
         }
     }
 
+    /// A select's registration (`V2` without the wait): `false` if the
+    /// value or the sender's drop is already here (nothing stays
+    /// registered).
+    pub(crate) fn register(&mut self, w: Waiter) -> bool {
+        let inner = &*self.inner;
+        // Acquire: as in V1.
+        if inner.state.load(Ordering::Acquire) != EMPTY {
+            return false;
+        }
+        // SAFETY: the state is EMPTY, so `waiter` is ours.
+        inner.waiter.with_mut(|p| unsafe { *p = Some(w) });
+        // AcqRel: as in V2.
+        if inner
+            .state
+            .compare_exchange(EMPTY, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: the CAS failed, so the sender never saw WAITING.
+            drop(inner.waiter.with_mut(|p| unsafe { (*p).take() }));
+            return false;
+        }
+        true
+    }
+
+    /// Takes a select's registration back, unless the sender took it (then
+    /// its wake comes, harmlessly).
+    pub(crate) fn withdraw(&mut self) {
+        let inner = &*self.inner;
+        // Acquire: as in `wait_value`'s withdraw.
+        if inner
+            .state
+            .compare_exchange(WAITING, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: our CAS took the state out of WAITING before the
+            // sender's swap: `waiter` is ours.
+            drop(inner.waiter.with_mut(|p| unsafe { (*p).take() }));
+        }
+    }
+
     /// The value if it is here now: `Empty` if not yet sent, `Disconnected`
     /// if the sender was dropped unsent (or the value was already taken).
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {

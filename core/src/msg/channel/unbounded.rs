@@ -141,6 +141,13 @@ impl<T, P: Platform> Receiver<T, P> {
     }
 }
 
+impl<T, P: Platform> Receiver<T, P> {
+    /// The MPSC core (for select's registrations).
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+}
+
 impl<T, P: Platform> Drop for Receiver<T, P> {
     fn drop(&mut self) {
         // SAFETY: the receiver is the only consumer; this is its drop.
