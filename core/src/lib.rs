@@ -221,7 +221,8 @@ macro_rules! port_api {
         /// The receiving half of an unbounded channel.
         pub type Receiver<T> = $crate::channel::Receiver<T, $platform>;
         /// The sending half of a bounded channel (a send on a full channel
-        /// waits: an actor parks, a thread blocks).
+        /// waits: an actor parks, a thread blocks; on a rendezvous channel,
+        /// `bounded(0)`, every send waits for the receiver to take it).
         pub type BoundedSender<T> = $crate::channel::BoundedSender<T, $platform>;
         /// The receiving half of a bounded channel.
         pub type BoundedReceiver<T> = $crate::channel::BoundedReceiver<T, $platform>;
@@ -240,13 +241,15 @@ macro_rules! port_api {
             $crate::channel::channel::<T, $platform>()
         }
 
-        /// A new MPSC channel holding at most `cap` messages. Panics if
-        /// `cap` is 0; see [`try_bounded`].
+        /// A new MPSC channel holding at most `cap` messages; `cap` 0
+        /// makes a rendezvous channel (a send completes only when the
+        /// receiver takes its value; semantics: `smarm_core::channel`).
         pub fn bounded<T: Send>(cap: usize) -> (BoundedSender<T>, BoundedReceiver<T>) {
             $crate::channel::bounded::<T, $platform>(cap)
         }
 
-        /// [`bounded`], returning [`CapacityError`] for a capacity of 0.
+        /// [`bounded`], kept for compatibility: it never fails now
+        /// ([`CapacityError`] is never returned).
         pub fn try_bounded<T: Send>(
             cap: usize,
         ) -> Result<(BoundedSender<T>, BoundedReceiver<T>), CapacityError> {

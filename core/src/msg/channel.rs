@@ -1,10 +1,24 @@
-//! Typed channels between actors and OS threads, in three kinds:
+//! Typed channels between actors and OS threads, in four kinds:
 //!
-//! | kind                          | constructor                 | senders | send when full / waiting       |
-//! |-------------------------------|-----------------------------|---------|--------------------------------|
-//! | unbounded MPSC                | [`channel`]                 | many    | never waits                    |
-//! | bounded MPSC (backpressure)   | [`bounded`], [`try_bounded`]| many    | waits for a free slot          |
-//! | oneshot                       | [`oneshot`]                 | one     | never waits (one value)        |
+//! | kind                          | constructor                   | senders | send when full / waiting       |
+//! |-------------------------------|-------------------------------|---------|--------------------------------|
+//! | unbounded MPSC                | [`channel`]                   | many    | never waits                    |
+//! | bounded MPSC (backpressure)   | [`bounded`]`(cap)`, `cap` ≥ 1 | many    | waits for a free slot          |
+//! | rendezvous MPSC               | [`bounded`]`(0)`              | many    | waits until the receiver takes the value |
+//! | oneshot                       | [`oneshot`]                   | one     | never waits (one value)        |
+//!
+//! The rendezvous kind (as std's `sync_channel(0)` and crossbeam's
+//! `bounded(0)`) shares the bounded kind's handles ([`BoundedSender`],
+//! [`BoundedReceiver`], `capacity()` 0) and holds no message: a `send`
+//! completes only when the receiver takes its value; `try_send` succeeds
+//! only if the receiver is blocked in a receive right now (a receiver
+//! waiting in a `Select` has not committed to this channel, so `Full`);
+//! `send_timeout` hands the value back if no receive took it in time; a
+//! receive takes the value of the oldest waiting sender (`try_recv`: only
+//! if one waits now). A `BoundedReceiver` of either kind works in a
+//! `Select` (a rendezvous arm is ready when a sender waits, or every
+//! sender is gone). [`try_bounded`] and [`CapacityError`] remain for
+//! compatibility: no capacity is refused now.
 //!
 //! Every blocking call works from both sides of the runtime's edge: an actor
 //! *parks* (its worker runs other actors meanwhile, never sleeping in the
@@ -17,7 +31,10 @@
 //! - A send fails, handing the value back, once the receiver is dropped.
 //!   Dropping the receiver drops the messages it can still reach at once;
 //!   a send racing the drop may still succeed, and its message is dropped
-//!   with the channel's last handle.
+//!   with the channel's last handle. (Rendezvous: every send blocked at the
+//!   drop, and every later one, fails with its value; only a value already
+//!   handed to a receive that a kill then interrupted, whose send had
+//!   succeeded, is dropped with the receiver.)
 //! - After every sender is dropped the receiver drains what is queued, then
 //!   gets [`RecvError`] (disconnected) from `recv`, and
 //!   [`TryRecvError::Disconnected`] from `try_recv`.
@@ -28,16 +45,22 @@
 //! - An actor blocked in a channel call while runtime shutdown cancels it
 //!   (its unwinding destructors receive or send) gets the disconnected
 //!   error instead of parking: nothing can wake it any more.
+//! - An actor killed while it waits in a channel call unwinds out of it,
+//!   leaving no registration behind. A rendezvous sender's value goes with
+//!   it (dropped as its other locals are): the receiver never takes a value
+//!   from a dead sender.
 //!
 //! # Design
 //!
-//! The MPSC kinds are built on the mailbox's machinery
+//! The queued MPSC kinds are built on the mailbox's machinery
 //! (the MPSC queue `lockfree::mpsc_queue`, nodes from the calling worker's node cache,
 //! and the mailbox's Dekker-pair park protocol), so a message costs no
 //! allocation in steady state. The protocols are documented with their
-//! code: the receiver's park protocol, shared by both MPSC kinds, in
+//! code: the receiver's park protocol, shared by both queued kinds, in
 //! `channel/chan.rs`; the bounded kind's slot accounting and sender wait
-//! list in `channel/bounded.rs`; the oneshot's state word in
+//! list in `channel/bound.rs`; the rendezvous's lock-protected state and
+//! its hand-over in `channel/zero.rs` (a rendezvous is a meeting of two
+//! parties anyway: a short lock decides it); the oneshot's state word in
 //! `channel/oneshot.rs`.
 
 use core::fmt;
@@ -55,6 +78,7 @@ mod bounded;
 pub(crate) mod chan;
 mod oneshot;
 mod unbounded;
+mod zero;
 
 pub use bounded::{bounded, try_bounded, BoundedReceiver, BoundedSender};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
@@ -244,14 +268,15 @@ impl fmt::Display for RecvTimeoutError {
 
 impl core::error::Error for RecvTimeoutError {}
 
-/// [`try_bounded`] was asked for a capacity of 0 (a bounded channel holds
-/// at least one message; rendezvous channels are not provided).
+/// Kept for compatibility, never returned: [`try_bounded`] once refused a
+/// capacity of 0, which now makes a rendezvous channel (so `try_bounded`
+/// always succeeds, and `bounded(0)` no longer panics).
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub struct CapacityError;
 
 impl fmt::Display for CapacityError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a bounded channel needs a capacity of at least 1 (0 given)")
+        f.write_str("invalid channel capacity (never returned: a capacity of 0 makes a rendezvous channel)")
     }
 }
 

@@ -389,7 +389,31 @@ macro_rules! chan_selectable {
 }
 
 chan_selectable!(Receiver);
-chan_selectable!(BoundedReceiver);
+
+impl<T, P: Platform> sealed::Sealed for BoundedReceiver<T, P> {}
+
+/// Either kind of bounded receiver: the queue's registration is `chan`'s
+/// (as above); a rendezvous receiver is ready when a sender waits (the
+/// poll takes its value, completing that send) or every sender is gone.
+impl<T: Send + 'static, P: Platform> Selectable for BoundedReceiver<T, P> {
+    type Item = T;
+
+    fn __poll(&mut self) -> Option<Result<T, RecvError>> {
+        match self.try_recv() {
+            Ok(v) => Some(Ok(v)),
+            Err(crate::msg::channel::TryRecvError::Disconnected) => Some(Err(RecvError)),
+            Err(crate::msg::channel::TryRecvError::Empty) => None,
+        }
+    }
+
+    fn __register(&mut self, w: &WaitToken) -> bool {
+        self.register(w.0.clone())
+    }
+
+    fn __withdraw(&mut self) {
+        self.withdraw();
+    }
+}
 
 impl<T, P: Platform> sealed::Sealed for OneshotReceiver<T, P> {}
 

@@ -2,76 +2,92 @@
 //! [`BoundedReceiver`]. At most `cap` messages are queued; a send on a full
 //! channel waits (an actor parks, a thread blocks) until the receiver frees
 //! a slot, `send_timeout` waits at most so long, and `try_send` says `Full`
-//! instead.
+//! instead. A capacity of 0 makes a rendezvous channel: a send waits until
+//! the receiver takes its value ([`super::zero`]).
 //!
 //! Messages travel exactly as on the unbounded channel ([`super::chan`]:
 //! same queue, same receiver park protocol); the slots and the blocked
 //! senders are [`super::bound`]'s, which bounded mailboxes share.
+//!
+//! Both kinds sit behind the same handles: each holds a [`Kind`], an enum
+//! of the queue's `Arc` and the rendezvous's, so the queue kind pays one
+//! branch per call on a tag in the handle itself (no load: the same
+//! branch every call, predicted).
 
 use core::fmt;
 use core::time::Duration;
 
 use super::bound::{Bound, Sent};
 use super::chan::Chan;
+use super::zero::Zero;
 use super::{
     Arc, CapacityError, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
 use crate::actor::WAIT_CHANNEL;
+use crate::msg::wait::Waiter;
 use crate::sched;
 use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;
 
-/// The shared state of a bounded channel.
+/// The shared state of a bounded channel of capacity 1 or more.
 struct Bounded<T, P: Platform> {
     chan: Chan<T>,
     bound: Bound<P>,
+}
+
+/// A bounded channel's kind, held by each handle.
+enum Kind<T, P: Platform> {
+    /// Capacity 1 or more: the queue and its slots.
+    Queue(Arc<Bounded<T, P>>),
+    /// Capacity 0: the rendezvous.
+    Zero(Arc<Zero<T, P>>),
+}
+
+impl<T, P: Platform> Clone for Kind<T, P> {
+    fn clone(&self) -> Self {
+        match self {
+            Kind::Queue(b) => Kind::Queue(b.clone()),
+            Kind::Zero(z) => Kind::Zero(z.clone()),
+        }
+    }
 }
 
 /// The sending half of a bounded channel: clone it, share it, send from
 /// actors and plain threads alike. The channel disconnects when the last
 /// sender is dropped.
 pub struct BoundedSender<T, P: Platform> {
-    shared: Arc<Bounded<T, P>>,
+    kind: Kind<T, P>,
 }
 
 /// The receiving half of a bounded channel (one per channel; receive with
-/// `&mut`). Dropping it fails the waiting and later sends and drops the
-/// queued messages.
+/// `&mut`). Dropping it fails the waiting and later sends (handing their
+/// values back) and drops the queued messages.
 pub struct BoundedReceiver<T, P: Platform> {
-    shared: Arc<Bounded<T, P>>,
+    kind: Kind<T, P>,
 }
 
-/// A new channel holding at most `cap` messages.
-///
-/// # Panics
-///
-/// If `cap` is 0 ([`try_bounded`] returns [`CapacityError`] instead).
+/// A new channel holding at most `cap` messages; with `cap` 0, a
+/// rendezvous channel: a send waits until the receiver takes its value
+/// (module doc of `smarm_core::channel`).
 pub fn bounded<T: Send, P: Platform>(cap: usize) -> (BoundedSender<T, P>, BoundedReceiver<T, P>) {
-    match try_bounded::<T, P>(cap) {
-        Ok(pair) => pair,
-        Err(e) => panic!("{e}"),
-    }
+    let kind = if cap == 0 {
+        Kind::Zero(Arc::new(Zero::new()))
+    } else {
+        Kind::Queue(Arc::new(Bounded {
+            chan: Chan::new::<P>(),
+            bound: Bound::new(cap),
+        }))
+    };
+    (BoundedSender { kind: kind.clone() }, BoundedReceiver { kind })
 }
 
-/// A new channel holding at most `cap` messages; `cap` 0 is an error
-/// (rendezvous channels are not provided).
+/// [`bounded`], kept for compatibility: it never fails now (a capacity of
+/// 0 makes a rendezvous channel), so [`CapacityError`] is never returned.
 #[allow(clippy::type_complexity)]
 pub fn try_bounded<T: Send, P: Platform>(
     cap: usize,
 ) -> Result<(BoundedSender<T, P>, BoundedReceiver<T, P>), CapacityError> {
-    if cap == 0 {
-        return Err(CapacityError);
-    }
-    let shared = Arc::new(Bounded {
-        chan: Chan::new::<P>(),
-        bound: Bound::new(cap),
-    });
-    Ok((
-        BoundedSender {
-            shared: shared.clone(),
-        },
-        BoundedReceiver { shared },
-    ))
+    Ok(bounded(cap))
 }
 
 impl<T: Send + 'static, P: Platform> Bounded<T, P> {
@@ -97,32 +113,49 @@ impl<T: Send + 'static, P: Platform> Bounded<T, P> {
 
 impl<T: Send + 'static, P: Platform> BoundedSender<T, P> {
     /// Sends `v`, waiting while the channel is full (an actor parks; a
-    /// plain thread blocks). Fails, handing `v` back, when the receiver is
-    /// dropped — before or while waiting — or at once when the caller is an
-    /// actor that runtime shutdown is cancelling and the channel is full.
+    /// plain thread blocks); on a rendezvous channel, until the receiver
+    /// takes `v`. Fails, handing `v` back, when the receiver is dropped —
+    /// before or while waiting — or at once when the caller is an actor
+    /// that runtime shutdown is cancelling and the send would wait.
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
-        match Bounded::send(&self.shared, v, None) {
+        let sent = match &self.kind {
+            Kind::Queue(b) => Bounded::send(b, v, None),
+            Kind::Zero(z) => Zero::send(z, v, None),
+        };
+        match sent {
             Sent::Ok => Ok(()),
             Sent::Closed(v) | Sent::TimedOut(v) => Err(SendError(v)),
         }
     }
 
-    /// Sends `v`, waiting at most `timeout` for a free slot:
-    /// [`SendTimeoutError::Timeout`] if none came free in time,
-    /// [`SendTimeoutError::Disconnected`] if the receiver is gone; the
-    /// value is handed back either way.
+    /// Sends `v`, waiting at most `timeout` for a free slot (on a
+    /// rendezvous channel: for the receiver to take `v`):
+    /// [`SendTimeoutError::Timeout`] if none came free in time (the
+    /// receiver did not take it), [`SendTimeoutError::Disconnected`] if the
+    /// receiver is gone; the value is handed back either way.
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        match Bounded::send(&self.shared, v, Some(sched::deadline_after::<P>(timeout))) {
+        let deadline = Some(sched::deadline_after::<P>(timeout));
+        let sent = match &self.kind {
+            Kind::Queue(b) => Bounded::send(b, v, deadline),
+            Kind::Zero(z) => Zero::send(z, v, deadline),
+        };
+        match sent {
             Sent::Ok => Ok(()),
             Sent::Closed(v) => Err(SendTimeoutError::Disconnected(v)),
             Sent::TimedOut(v) => Err(SendTimeoutError::Timeout(v)),
         }
     }
 
-    /// Sends `v` if a slot is free now; never waits.
+    /// Sends `v` if a slot is free now; never waits. On a rendezvous
+    /// channel: only if the receiver is blocked in a receive now (a
+    /// receiver waiting in a `Select` has not committed to this channel:
+    /// `Full`).
     #[inline]
     pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
-        let b = &*self.shared;
+        let b = match &self.kind {
+            Kind::Queue(b) => b,
+            Kind::Zero(z) => return z.try_send(v),
+        };
         if b.chan.rx_gone() {
             return Err(TrySendError::Disconnected(v));
         }
@@ -136,49 +169,71 @@ impl<T: Send + 'static, P: Platform> BoundedSender<T, P> {
 }
 
 impl<T, P: Platform> BoundedSender<T, P> {
-    /// The channel's capacity.
+    /// The channel's capacity (0: a rendezvous channel).
     pub fn capacity(&self) -> usize {
-        self.shared.bound.cap()
+        self.kind.capacity()
     }
 
     /// Whether the receiver was dropped (a later send would fail).
     pub fn is_closed(&self) -> bool {
-        self.shared.chan.rx_gone()
+        match &self.kind {
+            Kind::Queue(b) => b.chan.rx_gone(),
+            Kind::Zero(z) => z.is_closed(),
+        }
+    }
+}
+
+impl<T, P: Platform> Kind<T, P> {
+    fn capacity(&self) -> usize {
+        match self {
+            Kind::Queue(b) => b.bound.cap(),
+            Kind::Zero(_) => 0,
+        }
     }
 }
 
 impl<T, P: Platform> Clone for BoundedSender<T, P> {
     fn clone(&self) -> Self {
-        self.shared.chan.add_sender();
+        match &self.kind {
+            Kind::Queue(b) => b.chan.add_sender(),
+            Kind::Zero(z) => z.add_sender(),
+        }
         BoundedSender {
-            shared: self.shared.clone(),
+            kind: self.kind.clone(),
         }
     }
 }
 
 impl<T, P: Platform> Drop for BoundedSender<T, P> {
     fn drop(&mut self) {
-        self.shared.chan.drop_sender();
+        match &self.kind {
+            Kind::Queue(b) => b.chan.drop_sender(),
+            Kind::Zero(z) => z.drop_sender(),
+        }
     }
 }
 
 impl<T, P: Platform> fmt::Debug for BoundedSender<T, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BoundedSender")
-            .field("capacity", &self.shared.bound.cap())
+            .field("capacity", &self.capacity())
             .finish_non_exhaustive()
     }
 }
 
 impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
     /// The next message, waiting while the channel is empty; frees its slot
-    /// (waking the oldest blocked sender). `Err(RecvError)` once every
-    /// sender is dropped and the queue is drained (or for a cancelled
-    /// actor, which must not park).
+    /// (waking the oldest blocked sender). On a rendezvous channel: the
+    /// oldest waiting sender's value (that send then completes), waiting
+    /// for a sender if none waits. `Err(RecvError)` once every sender is
+    /// dropped and the queue is drained (or for a cancelled actor, which
+    /// must not park).
     pub fn recv(&mut self) -> Result<T, RecvError> {
-        let b = &*self.shared;
-        // SAFETY: `&mut self`: this receiver is the queue's only consumer.
-        unsafe { b.chan.recv_with::<P>(WAIT_CHANNEL, b.take()) }
+        match &self.kind {
+            // SAFETY: `&mut self`: this receiver is the queue's only consumer.
+            Kind::Queue(b) => unsafe { b.chan.recv_with::<P>(WAIT_CHANNEL, b.take()) },
+            Kind::Zero(z) => Zero::recv(z, None).map_err(|_| RecvError),
+        }
     }
 
     /// The next message, waiting at most `timeout` (freeing its slot):
@@ -198,7 +253,10 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
     /// platform's monotonic clock (for ports).
     #[doc(hidden)]
     pub fn recv_deadline_ns(&mut self, deadline_ns: u64) -> Result<T, RecvTimeoutError> {
-        let b = &self.shared;
+        let b = match &self.kind {
+            Kind::Queue(b) => b,
+            Kind::Zero(z) => return Zero::recv(z, Some(deadline_ns)),
+        };
         let poke = || PokeWith(b.clone(), |b: &Arc<Bounded<T, P>>| b.chan.wake_receiver());
         // SAFETY: `&mut self`: this receiver is the queue's only consumer.
         unsafe {
@@ -207,39 +265,68 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
         }
     }
 
-    /// The next message if one is here now (freeing its slot).
+    /// The next message if one is here now (freeing its slot); on a
+    /// rendezvous channel, the value of a sender waiting now.
     #[inline]
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        (self.shared.take())(&self.shared.chan)
+        match &self.kind {
+            Kind::Queue(b) => (b.take())(&b.chan),
+            Kind::Zero(z) => z.try_recv(),
+        }
     }
 }
 
 impl<T, P: Platform> BoundedReceiver<T, P> {
-    /// The MPSC core (for select's registrations; a message a select takes
-    /// goes through `try_recv`, which frees its slot).
-    pub(crate) fn chan(&self) -> &Chan<T> {
-        &self.shared.chan
+    /// A select's registration (see `Chan::register`, `Zero::register`):
+    /// `false` if the channel is ready now (nothing stays registered).
+    pub(crate) fn register(&mut self, w: Waiter) -> bool {
+        match &self.kind {
+            // SAFETY: `&mut self`: this receiver is the queue's only consumer.
+            Kind::Queue(b) => unsafe { b.chan.register(w) },
+            Kind::Zero(z) => z.register(w),
+        }
     }
 
-    /// The channel's capacity.
+    /// Takes a select's registration back.
+    pub(crate) fn withdraw(&mut self) {
+        match &self.kind {
+            Kind::Queue(b) => b.chan.withdraw(),
+            Kind::Zero(z) => z.withdraw(),
+        }
+    }
+
+    /// The channel's capacity (0: a rendezvous channel).
     pub fn capacity(&self) -> usize {
-        self.shared.bound.cap()
+        self.kind.capacity()
+    }
+
+    /// Senders blocked on a rendezvous channel (for tests).
+    #[cfg(test)]
+    pub(super) fn blocked_senders(&self) -> usize {
+        match &self.kind {
+            Kind::Queue(_) => 0,
+            Kind::Zero(z) => z.offers(),
+        }
     }
 }
 
 impl<T, P: Platform> Drop for BoundedReceiver<T, P> {
     fn drop(&mut self) {
-        let b = &*self.shared;
-        // SAFETY: the receiver is the only consumer; this is its drop.
-        unsafe { b.chan.close_rx::<P>() };
-        b.bound.close();
+        match &self.kind {
+            Kind::Queue(b) => {
+                // SAFETY: the receiver is the only consumer; this is its drop.
+                unsafe { b.chan.close_rx::<P>() };
+                b.bound.close();
+            }
+            Kind::Zero(z) => z.close_rx(),
+        }
     }
 }
 
 impl<T, P: Platform> fmt::Debug for BoundedReceiver<T, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BoundedReceiver")
-            .field("capacity", &self.shared.bound.cap())
+            .field("capacity", &self.capacity())
             .finish_non_exhaustive()
     }
 }

@@ -1,7 +1,9 @@
 //! The channels from plain OS threads on the std test platform (asm-free:
 //! Miri runs these, with small counts): send / recv / try_recv /
 //! recv_timeout, disconnection both ways, blocking on an empty channel and
-//! on a full bounded one, and every message dropped exactly once.
+//! on a full bounded one, the rendezvous (capacity 0: a send completes only
+//! when a receive takes its value; every value not taken comes back), and
+//! every message dropped exactly once.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -10,8 +12,8 @@ use std::time::Duration;
 use std::vec::Vec;
 
 use super::{
-    bounded, channel, oneshot, try_bounded, CapacityError, RecvError, RecvTimeoutError, TryRecvError,
-    TrySendError,
+    bounded, channel, oneshot, try_bounded, RecvError, RecvTimeoutError, SendError, SendTimeoutError,
+    TryRecvError, TrySendError,
 };
 use crate::seam::test_platform::{with_timeout, Counted, StdPlatform as P};
 
@@ -138,11 +140,6 @@ fn unbounded_blocked_receiver_woken_by_send_and_by_disconnect() {
         drop(tx);
         assert_eq!(h.join().unwrap(), (Ok(1), Err(RecvError)));
     });
-}
-
-#[test]
-fn bounded_capacity_zero_is_an_error() {
-    assert_eq!(try_bounded::<u64, P>(0).err(), Some(CapacityError));
 }
 
 #[test]
@@ -287,6 +284,206 @@ fn oneshot_blocked_receiver_woken_by_send_or_drop() {
             }
             let want = if send { Ok(9) } else { Err(RecvError) };
             assert_eq!(h.join().unwrap(), want);
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Rendezvous (capacity 0)
+// ---------------------------------------------------------------------------
+
+/// Spins until `cond` (a thread reached its wait; bounded by `with_timeout`).
+fn until(mut cond: impl FnMut() -> bool) {
+    while !cond() {
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn zero_nobody_waiting_nothing_moves() {
+    let (tx, mut rx) = try_bounded::<u64, P>(0).expect("capacity 0 is a rendezvous");
+    assert_eq!((tx.capacity(), rx.capacity()), (0, 0));
+    assert!(
+        matches!(tx.try_send(1), Err(TrySendError::Full(1))),
+        "no receiver waits"
+    );
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "no sender waits");
+    assert_eq!(rx.recv_timeout(Duration::ZERO), Err(RecvTimeoutError::Timeout));
+    // A send that nobody takes is never buffered: it times out with its
+    // value, and leaves nothing behind.
+    assert!(matches!(
+        tx.send_timeout(2, Duration::from_millis(2)),
+        Err(SendTimeoutError::Timeout(2))
+    ));
+    assert!(matches!(
+        tx.send_timeout(3, Duration::ZERO),
+        Err(SendTimeoutError::Timeout(3))
+    ));
+    assert_eq!(
+        rx.try_recv(),
+        Err(TryRecvError::Empty),
+        "a timed-out value stayed"
+    );
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(2)),
+        Err(RecvTimeoutError::Timeout)
+    );
+    drop(tx);
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    assert_eq!(rx.recv(), Err(RecvError));
+}
+
+#[test]
+fn zero_send_completes_only_when_received() {
+    with_timeout(SECS, || {
+        let (tx, mut rx) = bounded::<u64, P>(0);
+        let (log, mut log_rx) = channel::<&'static str, P>();
+        let h = thread::spawn(move || {
+            tx.send(7).unwrap();
+            log.send("sent").unwrap();
+        });
+        // The sender blocks in its send (listed) and stays there...
+        until(|| rx.blocked_senders() == 1);
+        for _ in 0..10 {
+            thread::yield_now();
+        }
+        assert_eq!(
+            log_rx.try_recv(),
+            Err(TryRecvError::Empty),
+            "the send completed before any receive"
+        );
+        // ...until a receive takes its value (`try_recv`: a sender waits).
+        assert_eq!(rx.try_recv(), Ok(7));
+        assert_eq!(log_rx.recv(), Ok("sent"));
+        h.join().unwrap();
+        assert_eq!(rx.recv(), Err(RecvError));
+    });
+}
+
+#[test]
+fn zero_blocked_receive_takes_try_send_and_send() {
+    with_timeout(SECS, || {
+        let (tx, mut rx) = bounded::<u64, P>(0);
+        let h = thread::spawn(move || (rx.recv(), rx.recv_timeout(LONG), rx));
+        // `try_send` succeeds once the receiver blocks in its receive, not
+        // before.
+        let mut v = 1;
+        loop {
+            match tx.try_send(v) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) => {
+                    v = back;
+                    thread::yield_now();
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        // A blocking send meets the timed receive (whichever comes first).
+        tx.send(2).unwrap();
+        let (a, b, mut rx) = h.join().unwrap();
+        assert_eq!((a, b), (Ok(1), Ok(2)));
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    });
+}
+
+#[test]
+fn zero_send_timeout_hands_the_value_back_or_is_taken() {
+    with_timeout(SECS, || {
+        let d = drops();
+        let (tx, mut rx) = bounded::<Counted, P>(0);
+        match tx.send_timeout(Counted(1, d.clone()), Duration::from_millis(2)) {
+            Err(SendTimeoutError::Timeout(v)) => assert_eq!(v.0, 1),
+            other => panic!("want Timeout, got {other:?}"),
+        }
+        assert_eq!(d.load(Ordering::SeqCst), 1, "handed back and dropped once, here");
+        assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+        // A timed send that a receive meets in time is taken.
+        let h = thread::spawn(move || rx.recv().map(|v| v.0));
+        let d2 = d.clone();
+        tx.send_timeout(Counted(2, d2), LONG).unwrap();
+        assert_eq!(h.join().unwrap(), Ok(2));
+        assert_eq!(d.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn zero_receiver_drop_hands_blocked_senders_values_back() {
+    with_timeout(SECS, || {
+        let d = drops();
+        let (tx, rx) = bounded::<Counted, P>(0);
+        let senders: Vec<_> = (0..2)
+            .map(|i| {
+                let (tx, d) = (tx.clone(), d.clone());
+                thread::spawn(move || match tx.send(Counted(i, d)) {
+                    Err(SendError(v)) => v.0,
+                    Ok(()) => panic!("sent to a dropped receiver"),
+                })
+            })
+            .collect();
+        until(|| rx.blocked_senders() == 2);
+        assert_eq!(d.load(Ordering::SeqCst), 0);
+        drop(rx);
+        let mut back: Vec<u64> = senders.into_iter().map(|h| h.join().unwrap()).collect();
+        back.sort_unstable();
+        assert_eq!(back, [0, 1], "each blocked sender got its own value back");
+        assert_eq!(
+            d.load(Ordering::SeqCst),
+            2,
+            "each value dropped once, by its sender"
+        );
+        assert!(tx.is_closed());
+        assert!(matches!(
+            tx.try_send(Counted(3, d.clone())),
+            Err(TrySendError::Disconnected(_))
+        ));
+        let back = tx.send(Counted(4, d.clone())).unwrap_err().0;
+        assert_eq!(back.0, 4);
+        drop(back);
+        assert_eq!(d.load(Ordering::SeqCst), 4);
+    });
+}
+
+#[test]
+fn zero_last_sender_drop_wakes_a_blocked_receive() {
+    with_timeout(SECS, || {
+        let (tx, mut rx) = bounded::<u64, P>(0);
+        let tx2 = tx.clone();
+        let h = thread::spawn(move || {
+            let first = rx.recv();
+            (first, rx.try_recv())
+        });
+        drop(tx);
+        drop(tx2);
+        assert_eq!(
+            h.join().unwrap(),
+            (Err(RecvError), Err(TryRecvError::Disconnected))
+        );
+    });
+}
+
+#[test]
+fn zero_threads_conserve_messages_fifo_per_sender() {
+    with_timeout(SECS, || {
+        let (tx, mut rx) = bounded::<(u64, u64), P>(0);
+        let producers: Vec<_> = (0..2)
+            .map(|p| {
+                let tx = tx.clone();
+                thread::spawn(move || {
+                    for i in 0..N {
+                        tx.send((p, i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut next = [0u64; 2];
+        while let Ok((p, i)) = rx.recv() {
+            assert_eq!(i, next[p as usize], "per-sender FIFO");
+            next[p as usize] += 1;
+        }
+        assert_eq!(next, [N, N], "every value exactly once");
+        for h in producers {
+            h.join().unwrap();
         }
     });
 }
