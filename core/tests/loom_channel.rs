@@ -2,7 +2,9 @@
 //! loom platform: no actors (the current-worker slot is always null), so
 //! every waiter is a thread waiter sleeping on a futex built from a loom
 //! condvar. A lost wake-up is a deadlock, which loom reports; a value lost
-//! or duplicated fails an assertion.
+//! or duplicated fails an assertion. The rendezvous models' timed send runs
+//! on `ClockP`, the loom platform with a model clock that a thread moves
+//! (ending timed futex waits), so an expiry races the other threads.
 //!
 //! ```text
 //! RUSTFLAGS="--cfg smarm_loom -C debug-assertions" CARGO_TARGET_DIR=target/loom \
@@ -18,13 +20,16 @@
 
 use loom::thread;
 
+use core::time::Duration;
+
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
-use smarm_core::channel::{self, RecvError, SendError, TryRecvError, TrySendError};
+use smarm_core::channel::{self, RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 
 #[path = "common/loom_platform.rs"]
 mod loom_platform;
 
-use loom_platform::LoomP;
+use loom_platform::{ClockP, LoomP};
 
 /// Runs `f` under loom with a preemption bound of 2 unless
 /// `LOOM_MAX_PREEMPTIONS` asks for another.
@@ -213,6 +218,83 @@ fn bounded_try_send_vs_recv() {
             seen.push(v);
         }
         assert_eq!(seen, [1], "the value was lost or duplicated");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Rendezvous (capacity 0)
+// ---------------------------------------------------------------------------
+
+/// A send racing the receive: whichever comes first waits for the other
+/// (the sender listed with its value, or the receiver registered and
+/// handed the value); the send never completes before the receive began;
+/// then the last sender's drop wakes the receiver.
+#[test]
+fn zero_send_vs_recv() {
+    model(|| {
+        let (tx, mut rx) = channel::bounded::<u32, LoomP>(0);
+        let sent = Arc::new(AtomicBool::new(false));
+        let s2 = sent.clone();
+        let t = thread::spawn(move || {
+            tx.send(1).unwrap();
+            s2.store(true, Ordering::SeqCst);
+        });
+        assert!(
+            !sent.load(Ordering::SeqCst),
+            "the send completed before any receive"
+        );
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(rx.recv(), Err(RecvError));
+        t.join().unwrap();
+    });
+}
+
+/// A `send_timeout` whose deadline passes (the model clock moves) racing
+/// the receive: exactly one of them gets the value. The receive takes it
+/// (the send succeeds), or the send hands it back (`Timeout`) and the
+/// receive sees the disconnection.
+#[test]
+fn zero_send_timeout_expiry_vs_recv() {
+    model(|| {
+        let (tx, mut rx) = channel::bounded::<u32, ClockP>(0);
+        let t = thread::spawn(move || match tx.send_timeout(1, Duration::from_nanos(1)) {
+            Ok(()) => None,
+            Err(SendTimeoutError::Timeout(v)) => Some(v),
+            Err(e) => panic!("{e:?}"),
+        });
+        loom_platform::advance_clock(1);
+        let got = rx.recv().ok();
+        let back = t.join().unwrap();
+        assert!(
+            got.is_some() != back.is_some(),
+            "received {got:?} and handed back {back:?}: the value must go exactly one way"
+        );
+        assert_eq!(got.or(back), Some(1));
+    });
+}
+
+/// The receiver dropped while a sender waits for it: the sender must be
+/// woken and fail with its own value (never dropped by the channel, never
+/// sent), whether it listed itself before the drop or came after.
+#[test]
+fn zero_receiver_drop_vs_blocked_send() {
+    model(|| {
+        let token = Arc::new(());
+        let (tx, rx) = channel::bounded::<Arc<()>, LoomP>(0);
+        let t2 = token.clone();
+        let t = thread::spawn(move || match tx.send(t2) {
+            Err(SendError(v)) => v,
+            Ok(()) => panic!("sent, yet the receiver never received"),
+        });
+        drop(rx);
+        let back = t.join().unwrap();
+        assert!(Arc::ptr_eq(&back, &token), "another value came back");
+        drop(back);
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "a value leaked or was dropped twice"
+        );
     });
 }
 

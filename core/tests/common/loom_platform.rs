@@ -25,6 +25,9 @@ struct Sleeper {
     /// so nobody else is scheduled (a small state space, and no return that
     /// a wake of the waiter's own word did not cause).
     cv: std::sync::Arc<Condvar>,
+    /// Its deadline on the model clock, for [`ClockP`]'s timed waits
+    /// ([`advance_clock`] ends them); `None`: only a wake ends the wait.
+    deadline: Option<u64>,
 }
 
 loom::lazy_static! {
@@ -37,6 +40,51 @@ loom::lazy_static! {
 
 fn kernel() -> MutexGuard<'static, Vec<Sleeper>> {
     KERNEL.lock().unwrap()
+}
+
+loom::lazy_static! {
+    /// [`ClockP`]'s clock (ns), per model run: 0 until [`advance_clock`]
+    /// moves it (written under [`KERNEL`]'s lock).
+    static ref CLOCK: loom::sync::atomic::AtomicU64 = loom::sync::atomic::AtomicU64::new(0);
+}
+
+/// The futex wait of both platforms: returns at once if `word` differs from
+/// `expected` or `deadline` (on [`CLOCK`]; [`ClockP`] only) has passed, else
+/// sleeps until a wake of `word`, or [`advance_clock`] past `deadline`,
+/// takes it off the table.
+fn futex_wait(word: &AtomicU32, expected: u32, deadline: Option<u64>) {
+    let mut k = kernel();
+    if word.load(Ordering::SeqCst) != expected {
+        return;
+    }
+    if deadline.is_some_and(|d| CLOCK.load(Ordering::SeqCst) >= d) {
+        return;
+    }
+    let cv = std::sync::Arc::new(Condvar::new());
+    k.push(Sleeper {
+        addr: key(word),
+        cv: cv.clone(),
+        deadline,
+    });
+    // Re-checked in a loop in case loom's condvar returns spuriously.
+    while k.iter().any(|s| std::sync::Arc::ptr_eq(&s.cv, &cv)) {
+        k = cv.wait(k).unwrap();
+    }
+}
+
+/// Moves [`ClockP`]'s clock to `now` and ends every timed wait whose
+/// deadline that reaches (as the kernel's timer would), atomically with
+/// the waits' own deadline checks (both under [`KERNEL`]'s lock).
+pub fn advance_clock(now: u64) {
+    let mut k = kernel();
+    CLOCK.store(now, Ordering::SeqCst);
+    k.retain(|s| {
+        let due = s.deadline.is_some_and(|d| d <= now);
+        if due {
+            s.cv.notify_one();
+        }
+        !due
+    });
 }
 
 /// A futex word's key: its address (a sleeper's word outlives its listing,
@@ -92,19 +140,7 @@ pub struct LoomP;
 // deadline is ignored (timeouts are not modelled: `now_ns` is always 0).
 unsafe impl Futex for LoomP {
     fn wait(word: &AtomicU32, expected: u32, _deadline_ns: Option<u64>) {
-        let mut k = kernel();
-        if word.load(Ordering::SeqCst) != expected {
-            return;
-        }
-        let cv = std::sync::Arc::new(Condvar::new());
-        k.push(Sleeper {
-            addr: key(word),
-            cv: cv.clone(),
-        });
-        // Re-checked in a loop in case loom's condvar returns spuriously.
-        while k.iter().any(|s| std::sync::Arc::ptr_eq(&s.cv, &cv)) {
-            k = cv.wait(k).unwrap();
-        }
+        futex_wait(word, expected, None);
     }
     fn wake_one(word: &AtomicU32) {
         let key = key(word);
@@ -179,5 +215,80 @@ unsafe impl Platform for LoomP {
 
     fn install_panic_hook(_describe: smarm_core::DescribePanic) {
         // The models run no actors: loom's own panic report is enough.
+    }
+}
+
+/// [`LoomP`] with a clock: `now_ns` reads the model clock ([`CLOCK`], 0
+/// until a model calls [`advance_clock`]) and a timed futex wait ends when
+/// the clock reaches its deadline, so a model can race an expiry against
+/// other threads (the models of timed sends). Everything else is
+/// [`LoomP`]'s: its futex table, its lock.
+pub struct ClockP;
+
+// SAFETY: as `LoomP`'s, plus: a timed wait also returns once the clock has
+// reached its deadline, checked under the table's lock at entry and ended
+// by `advance_clock` under that lock (no deadline slips between the two).
+unsafe impl Futex for ClockP {
+    fn wait(word: &AtomicU32, expected: u32, deadline_ns: Option<u64>) {
+        futex_wait(word, expected, deadline_ns);
+    }
+    fn wake_one(word: &AtomicU32) {
+        LoomP::wake_one(word);
+    }
+    fn wake_all(word: &AtomicU32) {
+        LoomP::wake_all(word);
+    }
+}
+
+// SAFETY: every item but the clock is `LoomP`'s (see there).
+unsafe impl Platform for ClockP {
+    type Arch = NoArch;
+    type Lock = FutexLock<LoomP>;
+    type Thread = ();
+    type Poller = smarm_core::poll::NoPoller;
+    const NAME: &'static str = "loom-clock";
+    fn yield_thread() {
+        LoomP::yield_thread();
+    }
+    fn now_ns() -> u64 {
+        CLOCK.load(Ordering::SeqCst)
+    }
+    fn cpu_count() -> usize {
+        LoomP::cpu_count()
+    }
+    fn page_size() -> usize {
+        LoomP::page_size()
+    }
+    fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<(), ThreadError> {
+        LoomP::spawn_thread(name, f)
+    }
+    fn join_thread(_thread: ()) {}
+    fn current_worker() -> *mut () {
+        LoomP::current_worker()
+    }
+    fn set_current_worker(worker: *mut ()) {
+        LoomP::set_current_worker(worker)
+    }
+    fn stack_alloc(usable: usize) -> Result<RawStack, StackError> {
+        LoomP::stack_alloc(usable)
+    }
+    unsafe fn stack_free(stack: RawStack) {
+        // SAFETY: forwarded contract.
+        unsafe { LoomP::stack_free(stack) }
+    }
+    fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload> {
+        LoomP::catch_unwind(f)
+    }
+    fn resume_unwind(payload: PanicPayload) -> ! {
+        LoomP::resume_unwind(payload)
+    }
+    fn panicking() -> bool {
+        LoomP::panicking()
+    }
+    fn abort(msg: &str) -> ! {
+        LoomP::abort(msg)
+    }
+    fn install_panic_hook(describe: smarm_core::DescribePanic) {
+        LoomP::install_panic_hook(describe)
     }
 }
