@@ -1,14 +1,16 @@
-//! Typed channels (unbounded, bounded, oneshot) between actors and threads:
-//! every direction, disconnection both ways, backpressure, FIFO per sender
-//! with many senders, parking (not blocking) a worker on a full channel,
-//! ping-pong (a park and a wake per message), and cancelled actors that must
-//! not park. (No allocation per message: `channel_alloc.rs`.)
+//! Typed channels (unbounded, bounded, rendezvous, oneshot) between actors
+//! and threads: every direction, disconnection both ways, backpressure, FIFO
+//! per sender with many senders, parking (not blocking) a worker on a full
+//! channel, ping-pong (a park and a wake per message), the rendezvous
+//! (`bounded(0)`: a send completes only when received; killed waiters leave
+//! nothing behind; in a `Select`), and cancelled actors that must not park.
+//! (No allocation per message: `channel_alloc.rs`.)
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use smarm_tests::smarm::{
     self, bounded, channel, oneshot, try_bounded, ActorState, BoundedReceiver, BoundedSender, CapacityError,
-    Receiver, RecvError, Runtime, SendError, Sender, TryRecvError, TrySendError,
+    Receiver, RecvError, Runtime, Select, SendError, SendTimeoutError, Sender, TryRecvError, TrySendError,
 };
 use smarm_tests::{eventually, with_timeout};
 
@@ -108,7 +110,7 @@ fn unbounded_every_direction() {
 #[test]
 fn bounded_every_direction() {
     with_timeout(60, || {
-        for cap in [1, 3] {
+        for cap in [0, 1, 3] {
             actor_to_actor(bounded::<u32>(cap));
             thread_to_actor(bounded::<u32>(cap));
             actor_to_thread(bounded::<u32>(cap));
@@ -163,6 +165,7 @@ fn last_sender_drop_wakes_the_receiver() {
     with_timeout(30, || {
         last_sender_drop_wakes_a_waiting_receiver(channel::<u32>);
         last_sender_drop_wakes_a_waiting_receiver(|| bounded::<u32>(2));
+        last_sender_drop_wakes_a_waiting_receiver(|| bounded::<u32>(0));
     });
 }
 
@@ -403,6 +406,7 @@ fn many_senders_fifo_per_sender_nothing_lost() {
     with_timeout(120, || {
         many_senders(channel::<u32>());
         many_senders(bounded::<u32>(4));
+        many_senders(bounded::<u32>(0));
     });
 }
 
@@ -589,6 +593,8 @@ struct WaitOnDrop {
     rx: Receiver<u32>,
     brx: BoundedReceiver<u32>,
     btx: BoundedSender<u32>,
+    zrx: BoundedReceiver<u32>,
+    ztx: BoundedSender<u32>,
     orx: Option<smarm::OneshotReceiver<u32>>,
     results: Arc<std::sync::Mutex<Vec<bool>>>,
 }
@@ -599,6 +605,8 @@ impl Drop for WaitOnDrop {
         r.push(self.rx.recv().is_err());
         r.push(self.brx.recv().is_err());
         r.push(self.btx.send(2).is_err());
+        r.push(self.zrx.recv().is_err());
+        r.push(self.ztx.send(3) == Err(SendError(3)));
         r.push(self.orx.take().unwrap().recv().is_err());
     }
 }
@@ -614,6 +622,9 @@ fn a_cancelled_actor_does_not_park_in_channel_waits() {
         let (btx_keep, brx) = bounded::<u32>(1);
         let (btx, brx_full) = bounded::<u32>(1);
         btx.send(1).unwrap();
+        // Rendezvous: nobody sends to `zrx`, nobody receives from `ztx`.
+        let (ztx_keep, zrx) = bounded::<u32>(0);
+        let (ztx, zrx_keep) = bounded::<u32>(0);
         let (otx, orx) = oneshot::<u32>();
         let results = Arc::new(std::sync::Mutex::new(Vec::new()));
         let started = Arc::new(AtomicBool::new(false));
@@ -623,6 +634,8 @@ fn a_cancelled_actor_does_not_park_in_channel_waits() {
                 rx,
                 brx,
                 btx,
+                zrx,
+                ztx,
                 orx: Some(orx),
                 results: r2,
             };
@@ -634,7 +647,192 @@ fn a_cancelled_actor_does_not_park_in_channel_waits() {
         eventually(30, "the actor runs", || started.load(Ordering::SeqCst));
         rt.shutdown();
         assert!(h.join().unwrap_err().is_cancelled());
-        assert_eq!(*results.lock().unwrap(), vec![true; 4]);
-        drop((tx, btx_keep, brx_full, otx));
+        assert_eq!(*results.lock().unwrap(), vec![true; 6]);
+        drop((tx, btx_keep, brx_full, ztx_keep, zrx_keep, otx));
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Rendezvous (`bounded(0)`)
+// ---------------------------------------------------------------------------
+
+/// Whether actor `id` is parked on a channel (a send or receive waiting).
+fn parked_on_channel(rt: &Runtime, id: u64) -> bool {
+    rt.dump()
+        .actors
+        .iter()
+        .any(|a| a.id == id && a.state == ActorState::WaitingChannel)
+}
+
+#[test]
+fn rendezvous_ping_pong_actors_and_threads() {
+    with_timeout(120, || {
+        const ROUNDS: u32 = 10_000;
+        for workers in [1, 2] {
+            let rt = Runtime::builder().workers(workers).build().unwrap();
+            // actor <-> actor over two rendezvous channels: every message a
+            // meeting (one side waits for the other each time).
+            rt.block_on(|| {
+                let (ping, ping_rx) = bounded::<u32>(0);
+                let (pong_tx, mut pong) = bounded::<u32>(0);
+                assert_eq!((ping.capacity(), pong.capacity()), (0, 0));
+                let e = smarm::spawn(move || echo(ping_rx, pong_tx));
+                ping_pong(ping, &mut pong, ROUNDS);
+                e.join().unwrap();
+                assert_eq!(pong.recv(), Err(RecvError));
+            });
+            // thread <-> actor.
+            let (ping, ping_rx) = bounded::<u32>(0);
+            let (pong_tx, mut pong) = bounded::<u32>(0);
+            let e = rt.spawn(move || echo(ping_rx, pong_tx));
+            ping_pong(ping, &mut pong, ROUNDS / 4);
+            e.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn rendezvous_send_completes_only_when_received() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (tx, mut rx) = bounded::<u32>(0);
+        let (log, mut log_rx) = channel::<&'static str>();
+        let s = rt.spawn(move || {
+            tx.send(1).unwrap();
+            log.send("sent").unwrap();
+            // Nobody receives now: a timed send comes back with its value.
+            tx.send_timeout(2, std::time::Duration::from_millis(5))
+        });
+        let id = s.id();
+        eventually(30, "the sender parks in its send", || parked_on_channel(&rt, id));
+        assert_eq!(
+            log_rx.try_recv(),
+            Err(TryRecvError::Empty),
+            "the send completed before any receive"
+        );
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(log_rx.recv(), Ok("sent"));
+        assert_eq!(s.join().unwrap(), Err(SendTimeoutError::Timeout(2)));
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    });
+}
+
+#[test]
+fn rendezvous_killed_waiters_leave_nothing_behind() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let token = Arc::new(());
+        let (tx, rx) = bounded::<Arc<()>>(0);
+        // A sender killed while it waits for the receiver: its value is
+        // dropped with it; the receiver never gets a value from a dead
+        // sender.
+        let (tx2, t2) = (tx.clone(), token.clone());
+        let s = rt.spawn(move || tx2.send(t2));
+        let id = s.id();
+        eventually(30, "the sender parks in its send", || parked_on_channel(&rt, id));
+        assert_eq!(Arc::strong_count(&token), 2, "the value waits with its sender");
+        s.actor_ref().kill();
+        assert!(s.join().unwrap_err().is_killed());
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "the dead sender's value was dropped, once"
+        );
+        // A receiver killed while it waits for a sender (its receiver
+        // survives the kill: a guard puts it back): its registration goes
+        // with it, so a `try_send` finds nobody waiting and nothing is
+        // handed to the dead receive.
+        let slot = Arc::new(std::sync::Mutex::new(Some(rx)));
+        struct PutBack(
+            Option<BoundedReceiver<Arc<()>>>,
+            Arc<std::sync::Mutex<Option<BoundedReceiver<Arc<()>>>>>,
+        );
+        impl Drop for PutBack {
+            fn drop(&mut self) {
+                *self.1.lock().unwrap() = self.0.take();
+            }
+        }
+        let slot2 = slot.clone();
+        let r = rt.spawn(move || {
+            let mut g = PutBack(slot2.lock().unwrap().take(), slot2.clone());
+            g.0.as_mut().unwrap().recv().is_ok()
+        });
+        let id = r.id();
+        eventually(30, "the receiver parks in its receive", || {
+            parked_on_channel(&rt, id)
+        });
+        r.actor_ref().kill();
+        assert!(r.join().unwrap_err().is_killed());
+        let mut rx = slot.lock().unwrap().take().expect("the receiver was put back");
+        match tx.try_send(token.clone()) {
+            Err(TrySendError::Full(v)) => drop(v),
+            other => panic!("a killed receive still took values: {other:?}"),
+        }
+        assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+        // The channel still works both ways.
+        let s = rt.spawn(move || tx.send(Arc::new(())).is_ok());
+        assert!(rx.recv().is_ok());
+        assert!(s.join().unwrap());
+        assert!(matches!(rx.recv(), Err(RecvError)));
+        assert_eq!(Arc::strong_count(&token), 1);
+    });
+}
+
+#[derive(Debug, PartialEq)]
+enum Ev {
+    Zero(Result<u32, RecvError>),
+    Other(Result<u32, RecvError>),
+}
+
+#[test]
+fn rendezvous_receiver_in_a_select() {
+    with_timeout(60, || {
+        for workers in [1, 2] {
+            let rt = Runtime::builder().workers(workers).build().unwrap();
+            let (ztx, mut zrx) = bounded::<u32>(0);
+            let (tx, mut rx) = channel::<u32>();
+            let select = |zrx: &mut BoundedReceiver<u32>, rx: &mut Receiver<u32>| {
+                Select::new().recv(zrx, Ev::Zero).recv(rx, Ev::Other).wait()
+            };
+            // A sender already waiting: the rendezvous arm is ready, and its
+            // poll completes that send.
+            let z = ztx.clone();
+            let s = rt.spawn(move || z.send(1));
+            let id = s.id();
+            eventually(30, "the sender parks", || parked_on_channel(&rt, id));
+            assert_eq!(select(&mut zrx, &mut rx), Ev::Zero(Ok(1)));
+            assert_eq!(s.join().unwrap(), Ok(()));
+            // The select waits first; a sender arriving wakes it.
+            let z = ztx.clone();
+            let s = rt.spawn(move || {
+                smarm::sleep(std::time::Duration::from_millis(2));
+                z.send(2)
+            });
+            assert_eq!(select(&mut zrx, &mut rx), Ev::Zero(Ok(2)));
+            assert_eq!(s.join().unwrap(), Ok(()));
+            // The other arm wins while no sender waits: the rendezvous is
+            // untouched, and a waiting select is not a receive for
+            // `try_send`.
+            tx.send(3).unwrap();
+            assert_eq!(select(&mut zrx, &mut rx), Ev::Other(Ok(3)));
+            assert!(matches!(ztx.try_send(4), Err(TrySendError::Full(4))));
+            // Both ready: exactly one taken, the other intact (a waiting
+            // sender stays waiting, its value not taken).
+            tx.send(5).unwrap();
+            let z = ztx.clone();
+            let s = rt.spawn(move || z.send(6));
+            let id = s.id();
+            eventually(30, "the sender parks", || parked_on_channel(&rt, id));
+            match select(&mut zrx, &mut rx) {
+                Ev::Zero(Ok(6)) => assert_eq!(rx.try_recv(), Ok(5)),
+                Ev::Other(Ok(5)) => assert_eq!(zrx.recv(), Ok(6)),
+                other => panic!("unexpected {other:?}"),
+            }
+            assert_eq!(s.join().unwrap(), Ok(()));
+            // Every sender gone: the rendezvous arm is ready, closed.
+            drop(ztx);
+            assert_eq!(select(&mut zrx, &mut rx), Ev::Zero(Err(RecvError)));
+            drop(tx);
+        }
     });
 }
