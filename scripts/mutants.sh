@@ -33,6 +33,9 @@ MUTANTS=(
 'semaphore-release-skips-grant#core/src/locks/semaphore.rs#        if s & QUEUED != 0 \{\n            self\.grant\(\);#        if false {\n            self.grant();#loom_locks#semaphore_release_races_acquire#deadlock'
 'mutex-handoff-unmarked#core/src/locks/mutex.rs#                list\.mark\(e\.ticket\);\n#                let _ = e.ticket;\n#loom_locks#mutex_two_waiters#deadlock'
 'condvar-register-after-release#core/src/locks/condvar.rs#(        // C1\.\n        let ticket = \{\n(?:.*\n){5}        \};\n)(        // C2\.\n        core::mem::forget\(guard\);\n(?:.*\n)        unsafe \{ mutex\.raw_unlock\(\) \};\n)#\2\1#loom_locks#condvar_notify_races_a_wait#deadlock'
+'zero-close-no-wake#core/src/msg/channel/zero.rs#drop\(handed\);\n        for w in waiters \{\n            w\.wake\(\);\n        \}#drop(handed);\n        drop(waiters);#loom_channel#zero_receiver_drop_vs_blocked_send#deadlock'
+'zero-hand-no-wake#core/src/msg/channel/zero.rs#drop\(st\);\n                    w\.wake\(\);\n                    sched::safe_point#drop(st);\n                    drop(w);\n                    sched::safe_point#loom_channel#zero_send_vs_recv#deadlock'
+'zero-timeout-loses-value#core/src/msg/channel/zero.rs#return Found::Back\(back\);#return if closed { Found::Back(back) } else { Found::Taken };#loom_channel#zero_send_timeout_expiry_vs_recv#exactly one way'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two
 # replica mutations (each rebuilds only its test binary, ~15 s).
