@@ -224,12 +224,22 @@ pub(crate) unsafe fn park_in_place<P: Platform>(me: *const Actor) {
 pub(crate) fn park<P: Platform>(what: u8) {
     match current_actor::<P>() {
         // SAFETY: `a` is the running actor.
-        Some(a) => unsafe {
-            crate::actor::waiting_on(a, what);
-            suspend::<P>(a, Request::Park)
-        },
+        Some(a) => unsafe { park_actor::<P>(a, what) },
         None => P::yield_thread(),
     }
+}
+
+/// [`park`] for a caller that has its actor at hand (no second read of
+/// the current-worker slot).
+///
+/// # Safety
+///
+/// `a` is the calling (running) actor.
+#[inline]
+pub(crate) unsafe fn park_actor<P: Platform>(a: *const Actor, what: u8) {
+    crate::actor::waiting_on(a, what);
+    // SAFETY: contract.
+    unsafe { suspend::<P>(a, Request::Park) }
 }
 
 /// Lets other actors run: the caller goes to the back of the run queue.
