@@ -72,7 +72,7 @@ pub use sched::io::loom_record;
 pub mod state_word {
     pub use crate::actor::{hold_wait, wake_word, Woken, HELD, NOTIFIED, RUNNING};
 }
-pub use actor::exit::{Down, ExitReason, JoinError, Killed};
+pub use actor::exit::{CaughtPanic, Down, ExitReason, JoinError, Killed};
 pub use actor::life::ActorRef;
 pub use msg::mailbox::{Addr, Mailbox, SendError};
 pub use rt::runtime::{
@@ -197,8 +197,8 @@ macro_rules! port_api {
         /// Test-only failpoints (`set_hook` needs the `failpoints` feature).
         pub use $crate::failpoint;
         pub use $crate::{
-            BuildError, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold, LongHoldHook,
-            SendError,
+            BuildError, CaughtPanic, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold,
+            LongHoldHook, SendError,
         };
         pub use $crate::{
             RegisterError, ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
