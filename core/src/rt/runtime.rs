@@ -405,19 +405,6 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         }
     }
 
-    /// Runs `f` as an actor and waits for it from the calling thread.
-    /// A panic in `f` is re-raised here with the actor's message.
-    pub fn block_on<F, T>(&self, f: F) -> T
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        match self.spawn(f).join() {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
     /// Per-worker counters now.
     pub fn counters(&self) -> CountersReport {
         CountersReport {
