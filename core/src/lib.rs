@@ -65,6 +65,10 @@ pub use actor::Cancelled;
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub use sched::io::loom_record;
+/// Loom models only: a monitor's state word (`core/tests/loom_links.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub use supervise::link::loom_monitor;
 /// Loom models only: the actor state word's wake and in-place wait, the
 /// real functions the runtime calls (`core/tests/loom_held.rs`).
 #[cfg(smarm_loom)]
@@ -97,7 +101,10 @@ pub use spawn::{
     spawn, spawn_actor, spawn_actor_named, spawn_named, try_spawn, try_spawn_actor, try_spawn_actor_named,
     try_spawn_named, ActorBuilder,
 };
-pub use supervise::link::{current, link, trap_exits_into, Monitor};
+pub use supervise::link::{
+    current, link, spawn_actor_link, spawn_link, trap_exits_into, try_spawn_actor_link, try_spawn_link,
+    unlink, Monitor, MonitorRef,
+};
 pub use supervise::names;
 
 /// Exports the user-facing API for one platform: type aliases with the
@@ -156,6 +163,9 @@ macro_rules! port_api {
         pub type ActorRef = $crate::ActorRef<$platform>;
         /// Waits for one actor's `Down` notice.
         pub type Monitor = $crate::Monitor<$platform>;
+
+        /// Cancels a `monitor_into` (its `demonitor`).
+        pub type MonitorRef = $crate::MonitorRef<$platform>;
 
         /// The platform, named for nested modules (`sync`).
         type SmarmPortPlatform = $platform;
@@ -384,6 +394,54 @@ macro_rules! port_api {
         /// kills the other, unless it traps exits. `false` off actors.
         pub fn link(other: &ActorRef) -> bool {
             $crate::link::<$platform>(other)
+        }
+
+        /// Removes the link between the calling actor and `other`, both
+        /// ways (Erlang's `unlink`): `true` if there was one; then no later
+        /// exit of either reaches the other through it. `false` off actors.
+        pub fn unlink(other: &ActorRef) -> bool {
+            $crate::unlink::<$platform>(other)
+        }
+
+        /// Spawns an actor linked to the caller (Erlang's `spawn_link`):
+        /// the link is in place before the child runs (work-first), so its
+        /// abnormal exit, however early, reaches the caller. Panics outside
+        /// an actor; see [`try_spawn_link`].
+        pub fn spawn_link<F, T>(f: F) -> JoinHandle<T>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_link::<$platform, F, T>(f)
+        }
+
+        /// [`spawn_link`], returning errors instead of panicking.
+        pub fn try_spawn_link<F, T>(f: F) -> Result<JoinHandle<T>, SpawnError>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_link::<$platform, F, T>(f)
+        }
+
+        /// [`spawn_link`] of an actor with a mailbox (as [`spawn_actor`]).
+        pub fn spawn_actor_link<M, F, T>(f: F) -> (Addr<M>, JoinHandle<T>)
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_actor_link::<$platform, M, F, T>(f)
+        }
+
+        /// [`spawn_actor_link`], returning errors instead of panicking.
+        pub fn try_spawn_actor_link<M, F, T>(f: F) -> Result<(Addr<M>, JoinHandle<T>), SpawnError>
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_actor_link::<$platform, M, F, T>(f)
         }
 
         /// Binds `name` to `addr`'s actor in this actor's runtime until the
