@@ -215,11 +215,19 @@ macro_rules! port_api {
             MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
         };
 
-        /// The sending half of an unbounded channel (clone it; send from
-        /// actors and threads; a send never waits).
-        pub type Sender<T> = $crate::channel::Sender<T, $platform>;
-        /// The receiving half of an unbounded channel.
-        pub type Receiver<T> = $crate::channel::Receiver<T, $platform>;
+        /// The sending half of an unbounded channel ([`unbounded`]): clone
+        /// it; send from actors and threads; a send never waits (tokio's
+        /// name for it).
+        pub type UnboundedSender<T> = $crate::channel::UnboundedSender<T, $platform>;
+        /// The receiving half of an unbounded channel ([`unbounded`]).
+        pub type UnboundedReceiver<T> = $crate::channel::UnboundedReceiver<T, $platform>;
+        /// The old name of [`UnboundedSender`] (std's; a tokio user reads
+        /// a plain `Sender` as bounded).
+        #[deprecated(note = "renamed UnboundedSender: a plain `Sender` reads as bounded to tokio users")]
+        pub type Sender<T> = UnboundedSender<T>;
+        /// The old name of [`UnboundedReceiver`].
+        #[deprecated(note = "renamed UnboundedReceiver, as UnboundedSender")]
+        pub type Receiver<T> = UnboundedReceiver<T>;
         /// The sending half of a bounded channel (a send on a full channel
         /// waits: an actor parks, a thread blocks).
         pub type BoundedSender<T> = $crate::channel::BoundedSender<T, $platform>;
@@ -235,9 +243,17 @@ macro_rules! port_api {
             CapacityError, RecvError, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError,
         };
 
-        /// A new unbounded MPSC channel (semantics: `smarm_core::channel`).
-        pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
-            $crate::channel::channel::<T, $platform>()
+        /// A new unbounded MPSC channel: a send never waits (crossbeam's
+        /// name; semantics: `smarm_core::channel`). [`bounded`] makes one
+        /// that holds at most so many.
+        pub fn unbounded<T: Send>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+            $crate::channel::unbounded::<T, $platform>()
+        }
+
+        /// [`unbounded`] under std's name (`std::sync::mpsc::channel` is
+        /// unbounded too).
+        pub fn channel<T: Send>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+            $crate::channel::unbounded::<T, $platform>()
         }
 
         /// A new MPSC channel holding at most `cap` messages. Panics if
