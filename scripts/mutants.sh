@@ -33,6 +33,8 @@ MUTANTS=(
 'semaphore-release-skips-grant#core/src/locks/semaphore.rs#        if s & QUEUED != 0 \{\n            self\.grant\(\);#        if false {\n            self.grant();#loom_locks#semaphore_release_races_acquire#deadlock'
 'mutex-handoff-unmarked#core/src/locks/mutex.rs#                list\.mark\(e\.ticket\);\n#                let _ = e.ticket;\n#loom_locks#mutex_two_waiters#deadlock'
 'condvar-register-after-release#core/src/locks/condvar.rs#(        // C1\.\n        let ticket = \{\n(?:.*\n){5}        \};\n)(        // C2\.\n        core::mem::forget\(guard\);\n(?:.*\n)        unsafe \{ mutex\.raw_unlock\(\) \};\n)#\2\1#loom_locks#condvar_notify_races_a_wait#deadlock'
+'link-claim-ignores-unlink#core/src/actor/life.rs#let linked = mine\.swap_remove\(i\)\.1;#let linked = { mine.swap_remove(i); true };#loom_links#unlink_races_the_partners_exit_one_finds_the_link#exactly one finds the link'
+'demonitor-no-wait#core/src/supervise/link.rs#while self\.0\.load\(Ordering::Acquire\) == SENDING \{#while false && self.0.load(Ordering::Acquire) == SENDING {#loom_links#demonitor_races_the_exit_hook_no_notice_after_it_returns#Causality violation'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two
 # replica mutations (each rebuilds only its test binary, ~15 s).

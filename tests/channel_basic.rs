@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use smarm_tests::smarm::{
     self, bounded, channel, oneshot, try_bounded, ActorState, BoundedReceiver, BoundedSender, CapacityError,
-    Receiver, RecvError, Runtime, SendError, Sender, TryRecvError, TrySendError,
+    RecvError, Runtime, SendError, TryRecvError, TrySendError,
 };
+// The unbounded handles under short names (the tests are written for them).
+use smarm_tests::smarm::{UnboundedReceiver as Receiver, UnboundedSender as Sender};
 use smarm_tests::{eventually, with_timeout};
 
 const N: u32 = 1000;
@@ -632,5 +634,25 @@ fn a_cancelled_actor_does_not_park_in_channel_waits() {
         assert!(h.join().unwrap_err().is_cancelled());
         assert_eq!(*results.lock().unwrap(), vec![true; 4]);
         drop((tx, btx_keep, brx_full, otx));
+    });
+}
+
+#[test]
+fn unbounded_and_channel_make_the_same_unbounded_channel() {
+    with_timeout(30, || {
+        // `unbounded()` (crossbeam's name) and `channel()` (std's) give
+        // the same handles, `UnboundedSender`/`UnboundedReceiver`; the old
+        // names are deprecated aliases of them.
+        let (tx, mut rx): (smarm::UnboundedSender<u8>, smarm::UnboundedReceiver<u8>) = smarm::unbounded();
+        #[allow(deprecated)]
+        let (old_tx, _old_rx): (smarm::Sender<u8>, smarm::Receiver<u8>) = smarm::channel();
+        let tx2: smarm::UnboundedSender<u8> = old_tx; // the very same type
+        drop(tx2);
+        for i in 0..100 {
+            tx.send(i).unwrap(); // never waits
+        }
+        drop(tx);
+        assert_eq!((0..100).map(|_| u32::from(rx.recv().unwrap())).sum::<u32>(), 4950);
+        assert_eq!(rx.recv(), Err(RecvError));
     });
 }

@@ -62,6 +62,20 @@ pub(crate) unsafe fn raise<P: Platform>(me: *const Actor, payload: crate::seam::
     if P::panicking() || unsafe { *(*me).deferred.get() } != 0 {
         return;
     }
+    if !P::PANIC_UNWINDS {
+        // `Builder::allow_panic_abort`: the unwind would abort silently.
+        let what = if payload.is::<Cancelled>() {
+            "cancelled by the runtime's shutdown"
+        } else {
+            "killed"
+        };
+        // SAFETY: `me` is the running actor.
+        let id = unsafe { (*me).id };
+        P::abort(&alloc::format!(
+            "smarm: actor {id} was {what}, which unwinds it, but this binary is built with \
+             panic = \"abort\" (Builder::allow_panic_abort): aborting"
+        ));
+    }
     // SAFETY: the running actor owns `cancel`.
     unsafe { *(*me).cancel.get() = CANCEL_UNWINDING };
     P::resume_unwind(payload)
