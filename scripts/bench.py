@@ -3,7 +3,7 @@
 run against a baseline, and turn a run into benches/REPORT.md with SVG plots.
 Python 3 standard library only (CI machines have python3; see README).
 
-  scripts/bench.py run [--repeats N] [--workers 1,2,4] [--bench NAME ...] [--no-go]
+  scripts/bench.py run [--repeats N] [--workers 1,2,4] [--bench NAME ...] [--impl NAME ...] [--no-go]
         Runs `cargo bench -p smarm-benches` N times (default 3) with a short
         criterion measurement (default 1.5 s, warm-up 0.5 s), one progress
         line per bench process, and, when `go` is installed, the Go peer
@@ -176,8 +176,9 @@ def cmd_run(a):
     if unknown:
         sys.exit(f"unknown bench(es): {', '.join(unknown)} (see benches/Cargo.toml)")
     worker_list = [int(w) for w in meta["workers"].split(",")]
-    jobs = plan(benches, env, a.isolate, worker_list)
+    jobs = plan(benches, env, a.isolate, worker_list, a.impl)
     meta["isolated"] = a.isolate
+    meta["impls"] = a.impl
     go_benches = [b for b in benches if b in GO_BENCHES]
     go = None
     if go_benches and a.go:
@@ -264,7 +265,7 @@ def bench_names():
     return names
 
 
-def plan(benches, env, isolate, workers):
+def plan(benches, env, isolate, workers, only=None):
     """(bench, criterion filter, extra environment) per bench process. With
     `isolate`, one process per bench and implementation (`/smarm/`,
     `/smarm_mutex/`, ..., `/tokio/`): rows of one binary run in sequence,
@@ -274,7 +275,8 @@ def plan(benches, env, isolate, workers):
     put every implementation in the same position. may's scheduler is
     process-global with one worker count, so `/may/` runs once per worker
     count (SMARM_BENCH_MAY_WORKERS); without `isolate` may rows run for the
-    first count a binary asks for only."""
+    first count a binary asks for only. `only`: the implementations to run
+    (all when empty; with `isolate` only)."""
     if not isolate:
         return [(b, None, {}) for b in benches]
     print("listing rows (builds the benches)...", flush=True)
@@ -294,6 +296,8 @@ def plan(benches, env, isolate, workers):
                 if impl not in impls:
                     impls.append(impl)
         for impl in impls:
+            if only and impl not in only:
+                continue
             if impl == "may":
                 jobs += [(b, "/may/", {"SMARM_BENCH_MAY_WORKERS": str(w)}) for w in workers]
             else:
@@ -1031,6 +1035,9 @@ def main():
     r.add_argument("--no-isolate", dest="isolate", action="store_false",
                    help="one process per bench binary instead of one per bench and implementation")
     r.add_argument("--no-go", dest="go", action="store_false", help="skip the Go peer program")
+    r.add_argument("--impl", action="append",
+                   help="only this implementation's rows (smarm, smarm_mutex, tokio, may, ...; repeatable;"
+                        " the Go program runs unless --no-go)")
     rb = sub.add_parser("rebuild", help="re-aggregate a run directory")
     rb.add_argument("dir")
     s = sub.add_parser("save", help="save a run as a baseline")
