@@ -986,11 +986,11 @@ def readme_block(run):
         "",
         f"From the run at commit `{m['commit'][:10]}`" + (" (tree dirty)" if m.get("dirty") else "")
         + f" on {m['date'][:10]}, {m['cpus']} CPUs ({m['cpu']}),",
-        f"best of {m.get('repeats', 1)} repeat(s), {m.get('measurement_time_s')} s per row"
-        + (f", `{m['go']}`" if m.get("go") else ", no Go") + ". Each cell is smarm's",
-        "time over the peer's, side by side in that run (lower is better; 1 worker",
-        "against tokio's current_thread, more against its multi_thread; may and Go",
-        "with as many workers).",
+        f"best of {m.get('repeats', 1)} repeat(s), {m.get('measurement_time_s')} s per row, "
+        + (f"Go {m['go'].split()[2]}" if m.get("go") and len(m["go"].split()) > 2 else "no Go") + ".",
+        "Each cell is smarm's time over the peer's, side by side in that run (lower",
+        "is better; 1 worker against tokio's current_thread, more against its",
+        "multi_thread; may and Go with as many workers).",
         "",
     ]
     if not peer_table(table(run), L, bold=False):
