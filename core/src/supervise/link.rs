@@ -326,7 +326,9 @@ where
 /// let rt = smarm::Runtime::builder().workers(2).build().unwrap();
 /// let parent = rt.spawn(|| {
 ///     let _child = smarm::spawn_link(|| panic!("child fails"));
-///     smarm::yield_now(); // killed here, if not already
+///     // Killed by the link here (with two workers the parent may resume
+///     // before its child runs): the sleep is a resume point that waits.
+///     smarm::sleep(std::time::Duration::from_secs(30));
 /// });
 /// assert!(parent.join().unwrap_err().is_killed());
 /// ```
