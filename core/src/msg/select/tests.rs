@@ -23,7 +23,10 @@ fn one_of_two_ready_taken_the_other_intact() {
     let (tx, mut rx) = channel::<u64, P>();
     addr.send(1).unwrap();
     tx.send(2).unwrap();
-    let ev = Select::<Ev, P>::new().recv(&mut mb, Ev::A).recv(&mut rx, Ev::B).wait();
+    let ev = Select::<Ev, P>::new()
+        .recv(&mut mb, Ev::A)
+        .recv(&mut rx, Ev::B)
+        .wait();
     match ev {
         Ev::A(Ok(1)) => assert_eq!(rx.try_recv(), Ok(2)),
         Ev::B(Ok(2)) => assert_eq!(mb.try_recv(), Ok(1)),
@@ -57,7 +60,10 @@ fn a_closed_arm_is_ready() {
     let (tx, mut rx) = channel::<u64, P>();
     let (_keep, mut other) = channel::<u64, P>();
     drop(tx);
-    let ev = Select::<Ev, P>::new().recv(&mut other, Ev::A).recv(&mut rx, Ev::B).wait();
+    let ev = Select::<Ev, P>::new()
+        .recv(&mut other, Ev::A)
+        .recv(&mut rx, Ev::B)
+        .wait();
     assert_eq!(ev, Ev::B(Err(RecvError)));
 }
 
@@ -68,7 +74,10 @@ fn a_waiting_select_is_woken_by_any_source() {
             let (mut mb, addr) = detached::<u64, P>();
             let (tx, mut rx) = channel::<u64, P>();
             let h = thread::spawn(move || {
-                let ev = Select::<Ev, P>::new().recv(&mut mb, Ev::A).recv(&mut rx, Ev::B).wait();
+                let ev = Select::<Ev, P>::new()
+                    .recv(&mut mb, Ev::A)
+                    .recv(&mut rx, Ev::B)
+                    .wait();
                 (ev, mb.try_recv().is_err(), rx.try_recv().is_err())
             });
             if which == 0 {
