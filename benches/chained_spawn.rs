@@ -14,7 +14,7 @@ use tokio_side::{in_task, tokio_rt};
 
 const DEPTH: u64 = 1000;
 
-fn smarm_chain(n: u64, done: smarm::Sender<()>) {
+fn smarm_chain(n: u64, done: smarm::UnboundedSender<()>) {
     if n == 0 {
         done.send(()).expect("root alive");
     } else {

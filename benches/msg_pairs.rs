@@ -1,15 +1,19 @@
 //! msg_pairs: N independent ping-pong pairs (N in 2, 32, 1024) on each
 //! worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and all CPUs),
 //! ~32,768 messages per run; smarm mailboxes on each run-queue variant vs
-//! tokio unbounded mpsc in the same binary. Throughput is in messages, so
+//! tokio unbounded mpsc and may coroutines with may's unbounded mpsc (one
+//! worker count per process: see may_side.rs) in the same binary. Throughput is in messages, so
 //! criterion's time per element is ns per message.
 //!
 //! `cargo bench -p smarm-benches --bench msg_pairs`
 
+#[path = "may_side.rs"]
+mod may_side;
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
 use criterion::{Criterion, Throughput};
+use may_side::{may_block_on, may_pairs, may_workers};
 use smarm_benches::{
     for_each_queue, port_name, smarm_label, smarm_pairs, smarm_rt_with, worker_counts, Group, Host, RunQueue,
 };
@@ -48,6 +52,16 @@ fn bench(c: &mut Criterion) {
                     assert_eq!(n, pairs * each)
                 })
             });
+        }
+        drop(tk);
+        if may_workers(workers) {
+            for pairs in PAIRS {
+                let each = each(pairs);
+                g.throughput(Throughput::Elements(pairs * each));
+                g.bench_function(format!("may/{pairs}"), |b| {
+                    b.iter(|| assert_eq!(may_block_on(move || may_pairs(pairs, each)), pairs * each))
+                });
+            }
         }
         g.finish();
     }

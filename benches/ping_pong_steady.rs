@@ -1,14 +1,19 @@
 //! ping_pong_steady: one pair exchanging messages back and forth (ns per
 //! round trip = two messages), on 1 and 2 workers; smarm mailboxes and smarm
-//! unbounded channels vs tokio unbounded mpsc in the same binary.
+//! unbounded channels vs tokio unbounded mpsc and may coroutines with may's
+//! unbounded mpsc (one worker count per process: see may_side.rs) in the
+//! same binary.
 //!
 //! `cargo bench -p smarm-benches --bench ping_pong_steady`
 use std::time::Instant;
 
+#[path = "may_side.rs"]
+mod may_side;
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
 use criterion::Criterion;
+use may_side::{may_block_on, may_workers};
 use smarm_benches::{port_name, smarm, smarm_rt, Ball};
 use tokio_side::tokio_rt;
 
@@ -110,6 +115,39 @@ fn bench(c: &mut Criterion) {
                 })
             })
         });
+        drop(tk);
+        if may_workers(workers) {
+            g.bench_function(format!("may/{workers}w"), |b| {
+                b.iter_custom(|iters| {
+                    may_block_on(move || {
+                        use may::sync::mpsc::channel;
+                        let (to_echo, echo_rx) = channel::<u64>();
+                        let (to_me, me_rx) = channel::<u64>();
+                        let echo = may::go!(move || {
+                            while let Ok(n) = echo_rx.recv() {
+                                if n == 0 {
+                                    return;
+                                }
+                                to_me.send(n).expect("alive");
+                            }
+                        });
+                        let me = may::go!(move || {
+                            let t = Instant::now();
+                            for _ in 0..iters {
+                                to_echo.send(1).expect("alive");
+                                let _ = me_rx.recv();
+                            }
+                            let d = t.elapsed();
+                            to_echo.send(0).expect("alive");
+                            d
+                        });
+                        let d = me.join().unwrap();
+                        echo.join().unwrap();
+                        d
+                    })
+                })
+            });
+        }
     }
     g.finish();
 }

@@ -11,12 +11,19 @@
 //!   shared queue. tokio: two current-thread runtimes, each on its own
 //!   thread, exchanging over unbounded mpsc.
 //!
+//! `may/local_1w`: the local loop on may (`may::coroutine::yield_now` in a
+//! coroutine, one may worker), last so its scheduler's idle thread is not
+//! around for the other rows.
+//!
 //! `cargo bench -p smarm-benches --bench switch_cost`
 
+#[path = "may_side.rs"]
+mod may_side;
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
 use criterion::Criterion;
+use may_side::{may_block_on, may_workers};
 use smarm_benches::{
     for_each_queue, port_name, report_cycles, smarm, smarm_label, smarm_rt, smarm_rt_with, Group, Host,
     RunQueue, Stopwatch,
@@ -116,6 +123,19 @@ fn bench(c: &mut Criterion) {
             })
         })
     });
+    if may_workers(1) {
+        g.bench_function("may/local_1w", |b| {
+            b.iter_custom(|iters| {
+                may_block_on(move || {
+                    let w = Stopwatch::start();
+                    for _ in 0..iters {
+                        may::coroutine::yield_now();
+                    }
+                    w.stop("may/local_1w", iters)
+                })
+            })
+        });
+    }
     g.finish();
     report_cycles(&group);
 }

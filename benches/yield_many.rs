@@ -1,15 +1,19 @@
 //! yield_many: 1,024 actors each yielding 32 times (32,768 yields per run)
 //! on each worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and all
 //! CPUs), for each run-queue variant, against tokio tasks doing
-//! `yield_now` in the same binary. Throughput is in yields, so criterion's
+//! `yield_now` and may coroutines doing `may::coroutine::yield_now` (one
+//! worker count per process: see may_side.rs) in the same binary. Throughput is in yields, so criterion's
 //! time per element is ns per yield: this is the run queue's churn test.
 //!
 //! `cargo bench -p smarm-benches --bench yield_many`
 
+#[path = "may_side.rs"]
+mod may_side;
 #[path = "tokio_side.rs"]
 mod tokio_side;
 
 use criterion::{Criterion, Throughput};
+use may_side::{may_block_on, may_workers};
 use smarm_benches::{
     for_each_queue, port_name, smarm, smarm_label, smarm_rt_with, worker_counts, Group, Host, RunQueue,
 };
@@ -64,6 +68,27 @@ fn bench(c: &mut Criterion) {
                 })
             })
         });
+        drop(tk);
+        if may_workers(workers) {
+            g.bench_function(format!("may/{workers}w"), |b| {
+                b.iter(|| {
+                    may_block_on(|| {
+                        let hs: Vec<_> = (0..ACTORS)
+                            .map(|_| {
+                                may::go!(|| {
+                                    for _ in 0..YIELDS {
+                                        may::coroutine::yield_now();
+                                    }
+                                })
+                            })
+                            .collect();
+                        for h in hs {
+                            h.join().unwrap();
+                        }
+                    })
+                })
+            });
+        }
     }
     g.finish();
 }

@@ -3,12 +3,15 @@
 run against a baseline, and turn a run into benches/REPORT.md with SVG plots.
 Python 3 standard library only (CI machines have python3; see README).
 
-  scripts/bench.py run [--repeats N] [--workers 1,2,4] [--bench NAME ...]
+  scripts/bench.py run [--repeats N] [--workers 1,2,4] [--bench NAME ...] [--impl NAME ...] [--no-go]
         Runs `cargo bench -p smarm-benches` N times (default 3) with a short
-        criterion measurement (default 1.5 s, warm-up 0.5 s) and writes
-        target/bench-runs/latest.json: host, port, arch, commit, workers,
-        and per row the best repeat's mean time and 95% interval, each
-        repeat's time, and the cycle count where measured.
+        criterion measurement (default 1.5 s, warm-up 0.5 s), one progress
+        line per bench process, and, when `go` is installed, the Go peer
+        program benches/go/peers.go once per worker count (GOMAXPROCS);
+        writes target/bench-runs/latest.json: host, port, arch, commit,
+        workers, and per row the best repeat's mean time, 95% interval and
+        fastest / slowest sample, each repeat's time, and the cycle count
+        where measured.
   scripts/bench.py save [RUN] [--to PATH]
         Copies a run (default: the latest) to a baseline file (default:
         benches/baselines/<port>-<arch>-<N>cpu.json).
@@ -19,10 +22,16 @@ Python 3 standard library only (CI machines have python3; see README).
         Writes benches/REPORT.md and benches/report/*.svg from a run; each
         --scaling run (e.g. from a many-core machine) adds its msg_pairs and
         yield_many figures as a scaling section.
+  scripts/bench.py readme [RUN]
+        Rewrites README.md's benchmark table (between the bench-table
+        markers) from a run: smarm / tokio, / may, / Go per workload and
+        worker count, with the run's commit.
   scripts/bench.py selftest
         Checks compare on the committed baseline: against itself nothing is
         flagged; against a copy with some rows made 1.5x slower exactly
-        those rows are flagged (CI runs this; it runs no bench).
+        those rows are flagged; and the parsing of row ids, Go rows and
+        criterion samples, the peer tables and the README rewrite on
+        made-up data (CI runs this; it runs no bench).
 
 A row's time is its best repeat (interference on a shared machine only
 adds time, so the fastest of N repeats is the most repeatable estimate).
@@ -39,6 +48,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +58,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 RUNS = os.path.join(TARGET, "bench-runs")
 LATEST = os.path.join(RUNS, "latest.json")
-IMPLS = ("smarm", "tokio")
+IMPLS = ("smarm", "tokio", "may", "go")
+# The peers smarm is measured against, in report order: smarm / peer ratios.
+PEERS = ("tokio", "may", "go")
+PEER_NAMES = {"tokio": "tokio", "may": "may", "go": "Go"}
 
 
 # ---------------------------------------------------------------- host facts
@@ -95,9 +108,22 @@ def default_baseline(meta=None):
 # ---------------------------------------------------------------- run
 
 
+def sample_range(path):
+    """(fastest, slowest) time per iteration over criterion's samples
+    (sample.json: per sample, iterations and total time), or None."""
+    try:
+        with open(path) as f:
+            smp = json.load(f)
+        per = [t / i for i, t in zip(smp["iters"], smp["times"]) if i]
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    return (min(per), max(per)) if per else None
+
+
 def collect(crit_dir):
     """criterion's results under crit_dir: full_id -> (ns per iteration,
-    ci low, ci high, elements per iteration or None)."""
+    ci low, ci high, elements per iteration or None, (fastest, slowest)
+    sample or None)."""
     rows = {}
     for dirpath, _, files in os.walk(crit_dir):
         if os.path.basename(dirpath) != "new" or "benchmark.json" not in files:
@@ -112,7 +138,21 @@ def collect(crit_dir):
             e["confidence_interval"]["lower_bound"],
             e["confidence_interval"]["upper_bound"],
             tp.get("Elements"),
+            sample_range(os.path.join(dirpath, "sample.json")),
         )
+    return rows
+
+
+def parse_go_rows(text):
+    """The Go peer program's output (one JSON object a line; other lines
+    ignored) in collect's form."""
+    rows = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        r = json.loads(line)
+        rows[r["id"]] = (r["ns"], r["ci"][0], r["ci"][1], r.get("elements"), (r["min"], r["max"]))
     return rows
 
 
@@ -132,24 +172,54 @@ def cmd_run(a):
     env = dict(os.environ)
     if a.workers:
         env["SMARM_BENCH_WORKERS"] = a.workers
-    jobs = plan(a.bench or bench_names(), env, a.isolate)
+    benches = a.bench or bench_names()
+    unknown = sorted(set(benches) - set(bench_names()) - REPORTS)
+    if unknown:
+        sys.exit(f"unknown bench(es): {', '.join(unknown)} (see benches/Cargo.toml)")
+    worker_list = [int(w) for w in meta["workers"].split(",")]
+    jobs = plan(benches, env, a.isolate, worker_list, a.impl)
     meta["isolated"] = a.isolate
+    meta["impls"] = a.impl
+    go_benches = [b for b in benches if b in GO_BENCHES]
+    go = None
+    if go_benches and a.go:
+        go = build_go(out_dir)
+    meta["go"] = go and go["version"]
     start = time.time()
     for r in range(a.repeats):
         crit = os.path.join(out_dir, f"rep{r}", "criterion")
         cyc = os.path.join(out_dir, f"rep{r}", "cycles.jsonl")
         os.makedirs(crit, exist_ok=True)
         renv = dict(env, CRITERION_HOME=crit, SMARM_BENCH_CYCLES=cyc)
-        print(f"== repeat {r + 1}/{a.repeats}: {len(jobs)} bench processes", flush=True)
+        n = len(jobs) + (len(worker_list) if go else 0)
+        print(f"== repeat {r + 1}/{a.repeats}: {n} bench processes", flush=True)
         with open(os.path.join(out_dir, f"rep{r}", "log.txt"), "w") as log:
-            for bench, filt in jobs:
+            for i, (bench, filt, extra) in enumerate(jobs):
                 cmd = ["cargo", "bench", "-p", "smarm-benches", "--bench", bench, "--", *flags]
                 cmd += [filt] if filt else []
-                log.write(f"== {' '.join(cmd)}\n")
+                tag = " ".join([bench] + ([filt] if filt else []) + [f"{k}={v}" for k, v in extra.items()])
+                print(f"[{i + 1}/{n}] {tag} ...", end="", flush=True)
+                log.write(f"== {' '.join(f'{k}={v}' for k, v in extra.items())} {' '.join(cmd)}\n")
                 log.flush()
-                p = subprocess.run(cmd, cwd=ROOT, env=renv, stdout=log, stderr=subprocess.STDOUT)
+                t0 = time.time()
+                p = subprocess.run(cmd, cwd=ROOT, env=dict(renv, **extra), stdout=log, stderr=subprocess.STDOUT)
+                print(f" {time.time() - t0:.0f} s", flush=True)
                 if p.returncode != 0:
                     sys.exit(f"cargo bench failed (repeat {r + 1}); see {out_dir}/rep{r}/log.txt")
+            for j, w in enumerate(worker_list if go else []):
+                print(f"[{len(jobs) + j + 1}/{n}] go peers GOMAXPROCS={w} ...", end="", flush=True)
+                t0 = time.time()
+                cmd = [go["bin"], "-bench", ",".join(go_benches), "-port", meta["port"],
+                       "-warm-up", str(a.warm_up_time), "-measurement", str(a.measurement_time)]
+                log.write(f"== GOMAXPROCS={w} {' '.join(cmd)}\n")
+                log.flush()
+                p = subprocess.run(cmd, cwd=ROOT, env=dict(renv, GOMAXPROCS=str(w)), capture_output=True, text=True)
+                log.write(p.stdout + p.stderr)
+                print(f" {time.time() - t0:.0f} s", flush=True)
+                if p.returncode != 0:
+                    sys.exit(f"the Go peer program failed (repeat {r + 1}); see {out_dir}/rep{r}/log.txt")
+                with open(os.path.join(out_dir, f"rep{r}", "go.jsonl"), "a") as f:
+                    f.write(p.stdout)
     meta["wall_s"] = round(time.time() - start, 1)
     meta["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     write_run(out_dir, meta)
@@ -158,6 +228,29 @@ def cmd_run(a):
 # Bench binaries that are reports, not criterion benches (they print their
 # own side-by-side tables; `cargo bench --bench NAME` runs them).
 REPORTS = {"echo_report", "million_report"}
+
+# The bench binaries benches/go/peers.go has rows for.
+GO_BENCHES = ("switch_cost", "yield_many", "ping_pong_steady", "spawn_join", "msg_pairs", "skynet")
+GO_SRC = os.path.join(ROOT, "benches", "go", "peers.go")
+
+
+def build_go(out_dir):
+    """Builds the Go peer program into target/ with the `go` on PATH:
+    {"bin", "version"}, or None (said on stdout) without one."""
+    go = shutil.which("go")
+    if not go:
+        print("no `go` on PATH: the Go peer column is skipped (Debian: apt-get install golang)", flush=True)
+        return None
+    binary = os.path.join(TARGET, "peers-go")
+    p = subprocess.run(
+        [go, "build", "-o", binary, GO_SRC], cwd=ROOT, capture_output=True, text=True,
+        env=dict(os.environ, GOCACHE=os.path.join(TARGET, "go-cache")),
+    )
+    if p.returncode != 0:
+        sys.exit(f"go build {GO_SRC} failed:\n{p.stderr}")
+    version = subprocess.run([go, "version"], capture_output=True, text=True).stdout.strip()
+    print(f"Go peer program built ({version})", flush=True)
+    return {"bin": binary, "version": version}
 
 
 def bench_names():
@@ -173,16 +266,20 @@ def bench_names():
     return names
 
 
-def plan(benches, env, isolate):
-    """(bench, criterion filter) per bench process. With `isolate`, one
-    process per bench and implementation (`/smarm/`, `/smarm_mutex/`, ...,
-    `/tokio/`): rows of one binary run in sequence, and a smarm runtime
-    built after another one was dropped in the same process measured
-    slower on the reference host (switch_cost/local: up to 2x), which would
-    bias whichever variant runs later; separate processes put every
-    implementation in the same position."""
+def plan(benches, env, isolate, workers, only=None):
+    """(bench, criterion filter, extra environment) per bench process. With
+    `isolate`, one process per bench and implementation (`/smarm/`,
+    `/smarm_mutex/`, ..., `/tokio/`): rows of one binary run in sequence,
+    and a smarm runtime built after another one was dropped in the same
+    process measured slower on the reference host (switch_cost/local: up to
+    2x), which would bias whichever variant runs later; separate processes
+    put every implementation in the same position. may's scheduler is
+    process-global with one worker count, so `/may/` runs once per worker
+    count (SMARM_BENCH_MAY_WORKERS); without `isolate` may rows run for the
+    first count a binary asks for only. `only`: the implementations to run
+    (all when empty; with `isolate` only)."""
     if not isolate:
-        return [(b, None) for b in benches]
+        return [(b, None, {}) for b in benches]
     print("listing rows (builds the benches)...", flush=True)
     jobs = []
     for b in benches:
@@ -199,7 +296,13 @@ def plan(benches, env, isolate):
                     continue
                 if impl not in impls:
                     impls.append(impl)
-        jobs += [(b, f"/{impl}/") for impl in impls]
+        for impl in impls:
+            if only and impl not in only:
+                continue
+            if impl == "may":
+                jobs += [(b, "/may/", {"SMARM_BENCH_MAY_WORKERS": str(w)}) for w in workers]
+            else:
+                jobs.append((b, f"/{impl}/", {}))
     return jobs
 
 
@@ -211,7 +314,12 @@ def aggregate(out_dir):
     reps, cycles = [], {}
     r = 0
     while os.path.isdir(os.path.join(out_dir, f"rep{r}")):
-        reps.append(collect(os.path.join(out_dir, f"rep{r}", "criterion")))
+        rows = collect(os.path.join(out_dir, f"rep{r}", "criterion"))
+        go = os.path.join(out_dir, f"rep{r}", "go.jsonl")
+        if os.path.exists(go):
+            with open(go) as f:
+                rows.update(parse_go_rows(f.read()))
+        reps.append(rows)
         cyc = os.path.join(out_dir, f"rep{r}", "cycles.jsonl")
         if os.path.exists(cyc):
             with open(cyc) as f:
@@ -224,6 +332,8 @@ def aggregate(out_dir):
         got = [rep[rid] for rep in reps if rid in rep]
         best = min(got, key=lambda g: g[0])
         row = {"ns": best[0], "reps": [g[0] for g in got], "ci": [best[1], best[2]], "elements": best[3]}
+        if len(best) > 4 and best[4]:
+            row["range"] = list(best[4])
         if rid in cycles:
             row["cycles"] = min(cycles[rid])
         rows[rid] = row
@@ -330,7 +440,98 @@ def cmd_selftest(a):
     expect = sorted(r[0] for r in compare(base, base, a.floor) if r[0] in ids and r[4] < 0.45)
     assert set(expect) <= set(flagged) <= set(ids), f"flagged {flagged}, expected {expect}"
     print(f"selftest: {len(same)} rows unflagged against themselves; {len(flagged)}/{len(ids)} slowed rows flagged")
-    print("1 passed, 0 failed")
+    checks = selftest_parsing()
+    print(f"selftest: {checks} parsing and report checks")
+    print("2 passed, 0 failed")
+
+
+def selftest_parsing():
+    """The run and report machinery on made-up rows: ids, Go output,
+    criterion samples, peer ratios, Savina scaling, error bars, the README
+    rewrite. Returns the number of checks."""
+    import tempfile
+
+    n = 0
+
+    def check(cond, what):
+        nonlocal n
+        assert cond, what
+        n += 1
+
+    check(split_id("msg_pairs/linux/2w/go/32") == ("msg_pairs", "go", "2w/32"), "split_id go")
+    check(split_id("yield_many/linux/may/1w") == ("yield_many", "may", "1w"), "split_id may")
+    check(split_id("switch_cost/linux/smarm_mutex/local_1w") == ("switch_cost", "smarm_mutex", "local_1w"),
+          "split_id variant")
+    check((workers_of("1w/32"), case_of("1w/32")) == (1, "32"), "workers/case 1w/32")
+    check((workers_of("local_1w"), case_of("local_1w")) == (1, "local"), "workers/case local_1w")
+    check((workers_of("2w"), case_of("2w")) == (2, ""), "workers/case 2w")
+    check(impl_order("smarm_striped") < impl_order("tokio") < impl_order("may") < impl_order("go"), "impl order")
+    go_out = ("note: not a row\n"
+              '{"id":"spawn_join/linux/go/2w","ns":2000,"ci":[1900,2100],"min":1500,"max":3000,'
+              '"elements":null,"samples":20}\n'
+              '{"id":"yield_many/linux/go/2w","ns":65536,"ci":[60000,70000],"min":32768,"max":98304,'
+              '"elements":32768,"samples":20}\n')
+    g = parse_go_rows(go_out)
+    check(g["spawn_join/linux/go/2w"] == (2000, 1900, 2100, None, (1500, 3000)), "Go row")
+    check(g["yield_many/linux/go/2w"][3] == 32768 and len(g) == 2, "Go row elements")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "sample.json")
+        write(path, json.dumps({"sampling_mode": "Linear", "iters": [1, 2, 4], "times": [30, 40, 100]}))
+        check(sample_range(path) == (20, 30), "criterion sample range")
+        check(sample_range(os.path.join(d, "none.json")) is None, "no sample file")
+
+    def row(ns, lo=None, hi=None, elements=None):
+        return {"ns": ns, "ci": [ns * 0.9, ns * 1.1], "range": [lo or ns, hi or ns], "reps": [ns],
+                "elements": elements}
+
+    run = {"meta": {"commit": "0123456789abcdef", "dirty": False, "date": "2026-12-02T00:00:00+00:00",
+                    "cpus": 2, "cpu": "test cpu", "repeats": 1, "measurement_time_s": 1.5},
+           "rows": {
+               "spawn_join/linux/smarm/1w": row(100, 90, 120),
+               "spawn_join/linux/tokio/1w": row(200, 180, 300),
+               "spawn_join/linux/may/1w": row(50),
+               "spawn_join/linux/go/1w": row(400),
+               "msg_pairs/linux/2w/smarm/32": row(3000, elements=1000),
+               "msg_pairs/linux/2w/go/32": row(6000, elements=1000),
+               "savina_big/linux/smarm/1w": row(1000),
+               "savina_big/linux/smarm/2w": row(1500),
+               "savina_big/linux/tokio/1w": row(2000),
+               "savina_big/linux/tokio/2w": row(1000),
+           }}
+    t = table(run)
+    r = peer_ratios(t)
+    got = r[("spawn_join", "")][1]["tokio"]
+    check(all(abs(x - y) < 1e-9 for x, y in zip(got, (0.5, 90 / 220, 110 / 180))), f"ratio, interval: {got}")
+    check(r[("spawn_join", "")][1]["may"][0] == 2.0 and r[("spawn_join", "")][1]["go"][0] == 0.25, "may, Go ratios")
+    check(r[("msg_pairs", "32")][2]["go"][0] == 0.5, "per-message ratio")
+    check(r[("savina_big", "")][2]["tokio"][0] == 1.5, "savina ratio")
+    lines = []
+    check(peer_table(t, lines, bold=False), "peer table written")
+    check(lines[0] == "| workload | case | 1w ÷tokio | 1w ÷may | 1w ÷Go | 2w ÷tokio | 2w ÷may | 2w ÷Go |",
+          f"peer table head: {lines[0]}")
+    check("| spawn_join | - | 0.50 | 2.00 | 0.25 |  |  |  |" in lines, "peer table row")
+    check("| msg_pairs | 32 |  |  |  |  |  | 0.50 |" in lines, "peer table msg_pairs row")
+    sv = []
+    check(savina_scaling(t, sv) and "| savina_big | smarm | 1.50 |" in sv and "| savina_big | tokio | 0.50 |" in sv,
+          f"savina scaling: {sv}")
+    svg = svg_lines("t", "x", "y", [("smarm", [(1, 2.0, 1.0, 3.0)]), ("go", [(1, 1.0)])], hline=1.0)
+    check(svg.count('class="err"') == 1 and 'stroke-dasharray="2,3"' in svg, "error bars, reference line")
+    tall = svg_lines("t", "x", "y", [("smarm", [(1, 1.0, 0.5, 100.0), (2, 2.0)])])
+    ticks = [float(v) for v in re.findall(r'text-anchor="end">([\d.]+)<', tall)]
+    bar_tops = [float(v) for v in re.findall(r'class="err"[^>]*y2="([\d.]+)"', tall)]
+    check(ticks and max(ticks) <= 4.2 and bar_tops and min(bar_tops) >= 40,
+          f"the scale follows the points, an outlier's bar is cut: {ticks}, {bar_tops}")
+    text = f"before\n{README_BEGIN}\nold table\n{README_END}\nafter\n"
+    new = rewrite_between(text, readme_block(run))
+    check(new.startswith("before\n" + README_BEGIN) and new.endswith(README_END + "\nafter\n"), "markers kept")
+    check("old table" not in new and "`0123456789`" in new and "| spawn_join | - | 0.50 |" in new, "table rewritten")
+    check(rewrite_between(new, readme_block(run)) == new, "rewrite is idempotent")
+    try:
+        rewrite_between("no markers", "x")
+        check(False, "a README without markers is refused")
+    except ValueError:
+        n += 1
+    return n
 
 
 # ---------------------------------------------------------------- report
@@ -349,7 +550,8 @@ def per_elem(row):
 
 
 def impl_order(name):
-    return (name.startswith("tokio"), name)
+    """smarm's variants first, then the peers in PEERS order."""
+    return (PEERS.index(name) + 1 if name in PEERS else 0, name)
 
 
 def param_key(p):
@@ -381,6 +583,12 @@ UNITS = {
     "ping_pong_oneshot": "ns per spawned pair and one exchange",
     "ping_pong_steady": "ns per round trip",
     "skynet_1M": "time per 1M-leaf tree",
+    "skynet_10k": "time per 10k-leaf tree",
+    "savina_threadring": "ns per message (token hop)",
+    "savina_counting": "ns per message",
+    "savina_big": "ns per message (ping, pong, control)",
+    "savina_chameneos": "ns per message (arrivals and replies)",
+    "savina_fjthroughput": "ns per message (each with a small computation)",
     "echo": "ns per round trip over loopback TCP (`accept`: ns per connection)",
 }
 
@@ -391,9 +599,12 @@ def esc(s):
     return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def svg_lines(title, xlabel, ylabel, series, logx=False):
-    """A line chart: series = [(label, [(x, y), ...])]."""
+def svg_lines(title, xlabel, ylabel, series, logx=False, hline=None):
+    """A line chart: series = [(label, [(x, y) or (x, y, lo, hi), ...])];
+    lo..hi is drawn as an error bar. `hline`: a dotted reference line at
+    that y (e.g. a ratio of 1)."""
     W, H, L, R, T, B = 640, 380, 70, 170, 40, 50
+    series = [(label, [tuple(p) + (p[1], p[1]) if len(p) == 2 else tuple(p) for p in s]) for label, s in series]
     pts = [p for _, s in series for p in s]
     if not pts:
         return None
@@ -402,7 +613,13 @@ def svg_lines(title, xlabel, ylabel, series, logx=False):
     x0, x1 = fx(xs[0]), fx(xs[-1])
     if x1 == x0:
         x0, x1 = x0 - 1, x1 + 1
-    y1 = max(p[1] for p in pts) * 1.1
+    # Error bars may reach past the top (a slow outlier sample on a busy
+    # host); the scale follows the points, and a bar is cut at twice the
+    # highest point.
+    ymax = max(p[1] for p in pts)
+    y1 = max(ymax * 1.1, min(max(p[3] for p in pts), 2 * ymax) * 1.05)
+    if hline is not None:
+        y1 = max(y1, hline * 1.1)
     step = 10 ** math.floor(math.log10(y1 / 4)) if y1 > 0 else 1
     for m in (1, 2, 5, 10):
         if y1 / (step * m) <= 6:
@@ -431,13 +648,23 @@ def svg_lines(title, xlabel, ylabel, series, logx=False):
         f'<text x="16" y="{(T + H - B) / 2}" text-anchor="middle" '
         f'transform="rotate(-90 16 {(T + H - B) / 2})">{esc(ylabel)}</text>'
     )
+    if hline is not None:
+        o.append(f'<line x1="{L}" x2="{W - R}" y1="{sy(hline):.1f}" y2="{sy(hline):.1f}" stroke="#555" '
+                 'stroke-dasharray="2,3"/>')
     for i, (label, s) in enumerate(series):
         c = PALETTE[i % len(PALETTE)]
-        dash = ' stroke-dasharray="5,3"' if label.startswith("tokio") else ""
-        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in sorted(s))
+        dash = ' stroke-dasharray="5,3"' if label.startswith(PEERS) else ""
+        path = " ".join(f"{sx(p[0]):.1f},{sy(p[1]):.1f}" for p in sorted(s))
         o.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
-        for x, y in s:
+        for x, y, lo, hi in s:
             o.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{c}"/>')
+            hi = min(hi, y1)
+            if hi > lo:
+                o.append(f'<line class="err" x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{sy(lo):.1f}" '
+                         f'y2="{sy(hi):.1f}" stroke="{c}" stroke-width="1"/>')
+                for yy in (lo, hi):
+                    o.append(f'<line x1="{sx(x) - 4:.1f}" x2="{sx(x) + 4:.1f}" y1="{sy(yy):.1f}" '
+                             f'y2="{sy(yy):.1f}" stroke="{c}" stroke-width="1"/>')
         ly = T + 10 + i * 18
         o.append(f'<line x1="{W - R + 10}" x2="{W - R + 30}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="2"{dash}/>')
         o.append(f'<text x="{W - R + 35}" y="{ly + 4}">{esc(label)}</text>')
@@ -464,7 +691,7 @@ def svg_bars(title, ylabel, bars):
     ]
     for i, (label, v, note) in enumerate(bars):
         x = L + i * bw + bw * 0.15
-        c = "#999" if label.startswith("tokio") else PALETTE[i % len(PALETTE)]
+        c = "#999" if label.startswith(PEERS) else PALETTE[i % len(PALETTE)]
         o.append(f'<rect x="{x:.1f}" y="{sy(v):.1f}" width="{bw * 0.7:.1f}" height="{H - B - sy(v):.1f}" fill="{c}"/>')
         o.append(f'<text x="{x + bw * 0.35:.1f}" y="{sy(v) - 6:.1f}" text-anchor="middle">{esc(note)}</text>')
         o.append(f'<text x="{x + bw * 0.35:.1f}" y="{H - B + 16}" text-anchor="middle">{esc(label)}</text>')
@@ -472,11 +699,107 @@ def svg_bars(title, ylabel, bars):
     return "\n".join(o) + "\n"
 
 
+def worker_token(t):
+    """The worker count a param token names ('2w', 'local_1w'), or None."""
+    tail = t.rsplit("_", 1)[-1]
+    return int(tail[:-1]) if tail.endswith("w") and tail[:-1].isdigit() else None
+
+
 def workers_of(param):
     for t in param.split("/"):
-        if t.endswith("w") and t[:-1].isdigit():
-            return int(t[:-1])
+        if worker_token(t) is not None:
+            return worker_token(t)
     return None
+
+
+def case_of(param):
+    """A param without its worker count: '1w/32' -> '32', 'local_1w' ->
+    'local', '2w' -> ''."""
+    out = []
+    for t in param.split("/"):
+        if worker_token(t) is None:
+            out.append(t)
+        elif "_" in t:
+            out.append(t.rsplit("_", 1)[0])
+    return "/".join(out)
+
+
+def span(row, samples=True):
+    """(low, high) per element: the fastest and slowest sample where known
+    (`samples`), else the 95% interval."""
+    lo, hi = (samples and row.get("range")) or row["ci"]
+    e = row.get("elements") or 1
+    return lo / e, hi / e
+
+
+def point(x, row):
+    return (x, per_elem(row)) + span(row)
+
+
+def peer_ratios(t):
+    """(workload, case) -> workers -> peer -> (smarm / peer time, low,
+    high); low and high divide smarm's 95% interval by the peer's (the
+    widest ratio both intervals allow)."""
+    out = {}
+    for w, params in t.items():
+        for p, impls in params.items():
+            sm = impls.get("smarm")
+            if not sm:
+                continue
+            for peer in PEERS:
+                pr = impls.get(peer)
+                if not pr:
+                    continue
+                (slo, shi), (plo, phi) = span(sm, False), span(pr, False)
+                r = sm["ns"] / pr["ns"]
+                lo = slo / phi if phi > 0 else r
+                hi = shi / plo if plo > 0 else r
+                out.setdefault((w, case_of(p)), {}).setdefault(workers_of(p), {})[peer] = (r, lo, hi)
+    return out
+
+
+def peer_table(t, lines, bold=True):
+    """Markdown: one row per workload and case, a smarm / peer column per
+    worker count and peer present."""
+    ratios = peer_ratios(t)
+    peers = [p for p in PEERS if any(p in pw for ws in ratios.values() for pw in ws.values())]
+    workers = sorted({w for ws in ratios.values() for w in ws if w is not None})
+    cols = [(w, p) for w in workers for p in peers]
+    if not cols:
+        return False
+    head = ["workload", "case"] + [f"{w}w ÷{PEER_NAMES[p]}" for w, p in cols]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for (w, case) in sorted(ratios, key=lambda k: (k[0], param_key(k[1]) if k[1] else [])):
+        cells = [w, case or "-"]
+        for wk, p in cols:
+            r = ratios[(w, case)].get(wk, {}).get(p)
+            cells.append(("**%.2f**" if bold else "%.2f") % r[0] if r else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return True
+
+
+def savina_scaling(t, lines):
+    """Markdown: per Savina workload and implementation, the time at each
+    worker count over the time at 1 worker (below 1: more workers help)."""
+    rows = []
+    for w in sorted(x for x in t if x.startswith("savina_")):
+        by_impl = {}
+        for p, impls in t[w].items():
+            for impl, row in impls.items():
+                by_impl.setdefault(impl, {})[workers_of(p)] = row["ns"]
+        for impl in sorted(by_impl, key=impl_order):
+            ns = by_impl[impl]
+            if 1 in ns:
+                rows.append((w, impl, {k: v / ns[1] for k, v in ns.items() if k != 1}))
+    ws = sorted({k for *_, r in rows for k in r})
+    if not rows or not ws:
+        return False
+    lines.append("| workload | impl | " + " | ".join(f"{k}w / 1w" for k in ws) + " |")
+    lines.append("|---|---|" + "---|" * len(ws))
+    for w, impl, r in rows:
+        lines.append(f"| {w} | {impl} | " + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in ws) + " |")
+    return True
 
 
 def scaling_plots(t, tag, out, plots):
@@ -491,7 +814,7 @@ def scaling_plots(t, tag, out, plots):
                 continue
             pairs = int(p.split("/")[-1])
             for impl, row in impls.items():
-                series.setdefault(impl, []).append((pairs, per_elem(row)))
+                series.setdefault(impl, []).append(point(pairs, row))
         name = f"msg_pairs_{tag}_{w}w.svg"
         s = svg_lines(f"msg_pairs, {w} worker(s), {tag} host", "pairs", "ns per message",
                       sorted(series.items(), key=lambda kv: impl_order(kv[0])), logx=True)
@@ -502,17 +825,17 @@ def scaling_plots(t, tag, out, plots):
     for p, impls in mp.items():
         pairs = p.split("/")[-1]
         for impl, row in impls.items():
-            if impl in ("smarm", "smarm_striped", "tokio"):
-                series.setdefault(f"{impl} {pairs}p", []).append((workers_of(p), per_elem(row)))
+            if impl in ("smarm", "smarm_striped") + PEERS:
+                series.setdefault(f"{impl} {pairs}p", []).append(point(workers_of(p), row))
     if len(ws) > 1:
         name = f"msg_pairs_{tag}_workers.svg"
-        plots.append((name, "msg_pairs: ns per message against workers (ring, striped, tokio)"))
+        plots.append((name, "msg_pairs: ns per message against workers (ring, striped, peers)"))
         write(os.path.join(out, name), svg_lines(f"msg_pairs against workers, {tag} host", "workers",
               "ns per message", sorted(series.items(), key=lambda kv: impl_order(kv[0]))))
     series = {}
     for p, impls in t.get("yield_many", {}).items():
         for impl, row in impls.items():
-            series.setdefault(impl, []).append((workers_of(p), per_elem(row)))
+            series.setdefault(impl, []).append(point(workers_of(p), row))
     if series:
         name = f"yield_many_{tag}.svg"
         plots.append((name, "yield_many: ns per yield against workers, per run-queue variant"))
@@ -524,12 +847,23 @@ def scaling_plots(t, tag, out, plots):
         if not conns.isdigit():
             continue
         for impl, row in impls.items():
-            series.setdefault(f"{impl} {workers_of(p)}w", []).append((int(conns), per_elem(row)))
+            series.setdefault(f"{impl} {workers_of(p)}w", []).append(point(int(conns), row))
     if series:
         name = f"echo_{tag}.svg"
         plots.append((name, "echo: ns per round trip against open connections, per side and worker count"))
         write(os.path.join(out, name), svg_lines(f"echo over loopback, {tag} host", "connections",
               "ns per round trip", sorted(series.items(), key=lambda kv: impl_order(kv[0])), logx=True))
+    series = {}
+    for (w, case), ws in peer_ratios(t).items():
+        if w.startswith("savina_"):
+            for wk, pr in ws.items():
+                if "tokio" in pr:
+                    series.setdefault(w[len("savina_"):], []).append((wk,) + pr["tokio"])
+    if series:
+        name = f"savina_{tag}.svg"
+        plots.append((name, "Savina: smarm / tokio time against workers (bars: from the 95% intervals)"))
+        write(os.path.join(out, name), svg_lines(f"Savina, smarm / tokio, {tag} host", "workers",
+              "smarm / tokio time (below 1: smarm faster)", sorted(series.items()), hline=1.0))
 
 
 def write(path, text):
@@ -545,8 +879,10 @@ def md_tables(t, lines, only=None):
         impls = sorted({i for p in params.values() for i in p}, key=impl_order)
         has_tokio = "tokio" in impls
         smarms = [i for i in impls if i.startswith("smarm")]
+        others = [p for p in PEERS[1:] if p in impls and "smarm" in impls]
         lines.append(f"\n### {w}\n\n{UNITS.get(w, 'ns')}" + ("" if has_tokio else " (no tokio counterpart)") + "\n")
-        head = ["case"] + impls + ([f"{i}/tokio" for i in smarms] if has_tokio else [])
+        head = (["case"] + impls + ([f"{i}/tokio" for i in smarms] if has_tokio else [])
+                + [f"smarm/{PEER_NAMES[p]}" for p in others])
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for p in sorted(params, key=param_key):
@@ -564,6 +900,9 @@ def md_tables(t, lines, only=None):
                 tk = r.get("tokio")
                 for i in smarms:
                     cells.append(f"**{r[i]['ns'] / tk['ns']:.2f}**" if tk and i in r else "")
+            for peer in others:
+                pr = r.get(peer)
+                cells.append(f"**{r['smarm']['ns'] / pr['ns']:.2f}**" if pr and "smarm" in r else "")
             lines.append("| " + " | ".join(cells) + " |")
 
 
@@ -594,10 +933,13 @@ def cmd_report(a):
         "# smarm benchmark report",
         "",
         "Generated by `scripts/bench.py report` from one run of the criterion suite",
-        "(`scripts/bench.py run`); do not edit by hand. Every ratio is smarm / tokio",
+        "(`scripts/bench.py run`); do not edit by hand. Every ratio is smarm / peer",
+        "(tokio; may, a stackful coroutine runtime; Go's goroutines)",
         "measured side by side in the same run on the same host: below 1 means smarm is",
         "faster. Times are criterion's mean per iteration (per element where the",
-        f"workload counts elements), the best of {m.get('repeats', 1)} repeat(s).",
+        f"workload counts elements), the best of {m.get('repeats', 1)} repeat(s); error bars",
+        "span the fastest and slowest sample of that repeat (on ratio plots, both rows'",
+        "95% intervals).",
         "",
         f"**Host**: {host_line(m)}.",
         f"Criterion: warm-up {m.get('warm_up_time_s')} s, measurement {m.get('measurement_time_s')} s per row;",
@@ -611,10 +953,19 @@ def cmd_report(a):
     ]
     if a.note:
         L += ["", a.note]
+    if m.get("go") is not None or "go" in m:
+        L += ["", f"Go: {m.get('go') or 'not installed on the host: no Go column'}."]
     L += ["", "## Plots", ""]
     for name, cap in plots:
         L.append(f"![{cap}](report/{name})\n")
-    L += ["## Tables"]
+    L += ["## Peers: smarm / peer", "",
+          "smarm's default run queue against each peer, per worker count (lower: smarm faster).", ""]
+    if not peer_table(t, L):
+        L.append("(no peer rows in this run)")
+    sv = []
+    if savina_scaling(t, sv):
+        L += ["", "## Savina: time at N workers / time at 1 worker", "", *sv]
+    L += ["", "## Tables"]
     md_tables(t, L)
     for path in a.scaling or []:
         s = load(path)
@@ -634,6 +985,54 @@ def cmd_report(a):
     print(f"wrote {os.path.join(a.out, 'REPORT.md')} and {len(plots)} plots in {os.path.join(a.out, 'report')}")
 
 
+# ---------------------------------------------------------------- readme
+
+README_BEGIN = "<!-- bench-table:begin (scripts/bench.py readme writes this part) -->"
+README_END = "<!-- bench-table:end -->"
+
+
+def readme_block(run):
+    """The README's generated part: which run, and the peer table."""
+    m = run["meta"]
+    L = [
+        README_BEGIN,
+        "",
+        f"From the run at commit `{m['commit'][:10]}`" + (" (tree dirty)" if m.get("dirty") else "")
+        + f" on {m['date'][:10]}, {m['cpus']} CPUs ({m['cpu']}),",
+        f"best of {m.get('repeats', 1)} repeat(s), {m.get('measurement_time_s')} s per row, "
+        + (f"Go {m['go'].split()[2]}" if m.get("go") and len(m["go"].split()) > 2 else "no Go") + ".",
+        "Each cell is smarm's time over the peer's, side by side in that run (lower",
+        "is better; 1 worker against tokio's current_thread, more against its",
+        "multi_thread; may and Go with as many workers).",
+        "",
+    ]
+    if not peer_table(table(run), L, bold=False):
+        L.append("(no peer rows in this run)")
+    L += ["", README_END]
+    return "\n".join(L)
+
+
+def rewrite_between(text, block):
+    """`text` with everything from README_BEGIN to README_END replaced by
+    `block` (which carries both markers)."""
+    i, j = text.find(README_BEGIN), text.find(README_END)
+    if i < 0 or j < i:
+        raise ValueError("README.md has no bench-table markers")
+    return text[:i] + block + text[j + len(README_END):]
+
+
+def cmd_readme(a):
+    path = os.path.join(ROOT, "README.md")
+    with open(path) as f:
+        text = f.read()
+    try:
+        new = rewrite_between(text, readme_block(load(a.run)))
+    except ValueError as e:
+        sys.exit(str(e))
+    write(path, new)
+    print(f"README.md: benchmark table rewritten from {a.run}")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -648,6 +1047,10 @@ def main():
     r.add_argument("--bench", action="append", help="only this bench binary (repeatable)")
     r.add_argument("--no-isolate", dest="isolate", action="store_false",
                    help="one process per bench binary instead of one per bench and implementation")
+    r.add_argument("--no-go", dest="go", action="store_false", help="skip the Go peer program")
+    r.add_argument("--impl", action="append",
+                   help="only this implementation's rows (smarm, smarm_mutex, tokio, may, ...; repeatable;"
+                        " the Go program runs unless --no-go)")
     rb = sub.add_parser("rebuild", help="re-aggregate a run directory")
     rb.add_argument("dir")
     s = sub.add_parser("save", help="save a run as a baseline")
@@ -666,6 +1069,8 @@ def main():
     p.add_argument("--out", default="benches")
     p.add_argument("--note", help="a paragraph added under the host line")
     p.add_argument("--remaining", help="what remains to be measured (a paragraph)")
+    rd = sub.add_parser("readme", help="rewrite README.md's benchmark table from a run")
+    rd.add_argument("run", nargs="?", default=LATEST)
     a = ap.parse_args()
     if a.cmd in ("compare", "selftest") and a.baseline is None:
         a.baseline = default_baseline()
@@ -673,7 +1078,8 @@ def main():
         if a.cmd == "selftest" and not os.path.exists(a.baseline) and os.path.isdir(bdir):
             # Another host kind: any committed baseline tests compare itself.
             a.baseline = os.path.join(bdir, sorted(os.listdir(bdir))[0])
-    {"run": cmd_run, "rebuild": cmd_rebuild, "save": cmd_save, "compare": cmd_compare, "selftest": cmd_selftest, "report": cmd_report}[
+    {"run": cmd_run, "rebuild": cmd_rebuild, "save": cmd_save, "compare": cmd_compare, "selftest": cmd_selftest, "report": cmd_report,
+     "readme": cmd_readme}[
         a.cmd
     ](a)
 

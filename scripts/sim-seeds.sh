@@ -25,8 +25,9 @@ N="${1:-16}"
 FIRST="${2:-0}"
 PER_RUN_TIMEOUT="${SIM_RUN_TIMEOUT:-300}"
 
-BINS=(rt_basic rt_shutdown rt_migration mailbox_basic mailbox_reserve select channel_basic time_timers
-      fault_links fault_supervisor fault_local fault_torture sync_locks)
+BINS=(rt_basic rt_shutdown rt_migration mailbox_basic mailbox_reserve select channel_basic
+      time_timers fault_links fault_supervisor fault_local fault_torture sync_locks
+      fault_join rt_block_on fault_unlink)
 SKIP=(
   # FIFO fairness: the policy picks actors at random on purpose.
   two_yielding_actors_on_one_worker_both_progress

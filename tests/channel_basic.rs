@@ -11,7 +11,10 @@ use std::sync::Arc;
 use smarm_tests::smarm::{
     self, bounded, channel, oneshot, try_bounded, ActorState, BoundedReceiver, BoundedSender, CapacityError,
     Receiver, RecvError, Runtime, Select, SendError, SendTimeoutError, Sender, TryRecvError, TrySendError,
+    RecvError, Runtime, SendError, TryRecvError, TrySendError,
 };
+// The unbounded handles under short names (the tests are written for them).
+use smarm_tests::smarm::{UnboundedReceiver as Receiver, UnboundedSender as Sender};
 use smarm_tests::{eventually, with_timeout};
 
 const N: u32 = 1000;
@@ -834,5 +837,25 @@ fn rendezvous_receiver_in_a_select() {
             assert_eq!(select(&mut zrx, &mut rx), Ev::Zero(Err(RecvError)));
             drop(tx);
         }
+    });
+}
+
+#[test]
+fn unbounded_and_channel_make_the_same_unbounded_channel() {
+    with_timeout(30, || {
+        // `unbounded()` (crossbeam's name) and `channel()` (std's) give
+        // the same handles, `UnboundedSender`/`UnboundedReceiver`; the old
+        // names are deprecated aliases of them.
+        let (tx, mut rx): (smarm::UnboundedSender<u8>, smarm::UnboundedReceiver<u8>) = smarm::unbounded();
+        #[allow(deprecated)]
+        let (old_tx, _old_rx): (smarm::Sender<u8>, smarm::Receiver<u8>) = smarm::channel();
+        let tx2: smarm::UnboundedSender<u8> = old_tx; // the very same type
+        drop(tx2);
+        for i in 0..100 {
+            tx.send(i).unwrap(); // never waits
+        }
+        drop(tx);
+        assert_eq!((0..100).map(|_| u32::from(rx.recv().unwrap())).sum::<u32>(), 4950);
+        assert_eq!(rx.recv(), Err(RecvError));
     });
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use smarm_tests::smarm::{
-    self, Addr, ChildSpec, ExitReason, Mailbox, Receiver, Restart, Runtime, Strategy, SupervisorEvent,
-    SupervisorMsg, SupervisorSpec,
+    self, Addr, ChildSpec, ExitReason, Mailbox, Restart, Runtime, Strategy, SupervisorEvent, SupervisorMsg,
+    SupervisorSpec, UnboundedReceiver,
 };
 use smarm_tests::with_timeout;
 
@@ -44,7 +44,7 @@ fn tell(reg: &Registry, i: usize, cmd: Cmd) {
     assert!(a.send(cmd).is_ok(), "child alive");
 }
 
-fn next(ev: &mut Receiver<SupervisorEvent>) -> SupervisorEvent {
+fn next(ev: &mut UnboundedReceiver<SupervisorEvent>) -> SupervisorEvent {
     ev.recv_timeout(Duration::from_secs(20))
         .expect("a supervisor event within 20 s")
 }
@@ -63,7 +63,7 @@ fn start_sup(
     Addr<SupervisorMsg>,
     smarm::JoinHandle<()>,
     Registry,
-    Receiver<SupervisorEvent>,
+    UnboundedReceiver<SupervisorEvent>,
     Arc<AtomicU64>,
     Vec<u64>,
 ) {
@@ -296,7 +296,7 @@ fn thousand_injected_panics_across_a_hundred_children_each_reported_once() {
 }
 
 /// A leaf child that parks until killed, its `ActorRef` sent to `seen`.
-fn parked_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>) -> ChildSpec {
+fn parked_leaf(name: &str, seen: smarm::UnboundedSender<smarm::ActorRef>) -> ChildSpec {
     logged_leaf(name, seen, EndLog::default())
 }
 
@@ -326,7 +326,7 @@ impl Drop for Ends {
 }
 
 /// [`parked_leaf`] whose end is pushed to `log`.
-fn logged_leaf(name: &str, seen: smarm::Sender<smarm::ActorRef>, log: EndLog) -> ChildSpec {
+fn logged_leaf(name: &str, seen: smarm::UnboundedSender<smarm::ActorRef>, log: EndLog) -> ChildSpec {
     let n = name.to_string();
     ChildSpec::new(name, move || {
         let g = Ends(n.clone(), log.clone());

@@ -230,7 +230,7 @@ fn reason_of(r: &Result<(), JoinError>) -> ExitReason {
 
 /// A supervisor over three children that crash, exit or kill a sibling at
 /// random; every child ever started is sent to `started`.
-fn chaos_supervisor(seed: u64, started: smarm::Sender<ActorRef>) -> SupervisorSpec {
+fn chaos_supervisor(seed: u64, started: smarm::UnboundedSender<ActorRef>) -> SupervisorSpec {
     let siblings: Arc<Mutex<Vec<ActorRef>>> = Arc::new(Mutex::new(Vec::new()));
     let mut spec = SupervisorSpec::new("chaos-sup", Strategy::OneForOne, 100_000, Duration::from_secs(1));
     for c in 0..3u64 {

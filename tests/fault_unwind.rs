@@ -164,7 +164,7 @@ fn exit_hooks_of_a_killed_actor_that_returned_run_to_the_end() {
 /// sleeps and yields once it has it), recording what it got.
 struct WaitsInDrop {
     entered: Option<smarm::OneshotSender<()>>,
-    rx: smarm::Receiver<u32>,
+    rx: smarm::UnboundedReceiver<u32>,
     got: Arc<AtomicU32>,
 }
 
@@ -245,7 +245,7 @@ fn a_killed_actors_destructor_waits_too() {
 /// A destructor that waits until `release` (recording that it began).
 struct HoldsUnwind {
     entered: Option<smarm::OneshotSender<()>>,
-    release: smarm::Receiver<()>,
+    release: smarm::UnboundedReceiver<()>,
 }
 
 impl Drop for HoldsUnwind {

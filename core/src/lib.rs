@@ -65,6 +65,10 @@ pub use actor::Cancelled;
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub use sched::io::loom_record;
+/// Loom models only: a monitor's state word (`core/tests/loom_links.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub use supervise::link::loom_monitor;
 /// Loom models only: the actor state word's wake and in-place wait, the
 /// real functions the runtime calls (`core/tests/loom_held.rs`).
 #[cfg(smarm_loom)]
@@ -72,7 +76,7 @@ pub use sched::io::loom_record;
 pub mod state_word {
     pub use crate::actor::{hold_wait, wake_word, Woken, HELD, NOTIFIED, RUNNING};
 }
-pub use actor::exit::{Down, ExitReason, JoinError, Killed};
+pub use actor::exit::{CaughtPanic, Down, ExitReason, JoinError, Killed};
 pub use actor::life::ActorRef;
 pub use msg::mailbox::{Addr, Mailbox, SendError};
 pub use msg::select::{Select, Selectable};
@@ -100,7 +104,10 @@ pub use spawn::{
     spawn, spawn_actor, spawn_actor_named, spawn_named, try_spawn, try_spawn_actor, try_spawn_actor_named,
     try_spawn_named, ActorBuilder, Reserved,
 };
-pub use supervise::link::{current, link, trap_exits_into, Monitor};
+pub use supervise::link::{
+    current, link, spawn_actor_link, spawn_link, trap_exits_into, try_spawn_actor_link, try_spawn_link,
+    unlink, Monitor, MonitorRef,
+};
 pub use supervise::names;
 
 /// Exports the user-facing API for one platform: type aliases with the
@@ -167,6 +174,9 @@ macro_rules! port_api {
         /// Waits for one actor's `Down` notice.
         pub type Monitor = $crate::Monitor<$platform>;
 
+        /// Cancels a `monitor_into` (its `demonitor`).
+        pub type MonitorRef = $crate::MonitorRef<$platform>;
+
         /// The platform, named for nested modules (`sync`).
         type SmarmPortPlatform = $platform;
 
@@ -207,19 +217,27 @@ macro_rules! port_api {
         /// Test-only failpoints (`set_hook` needs the `failpoints` feature).
         pub use $crate::failpoint;
         pub use $crate::{
-            BuildError, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold, LongHoldHook,
-            SendError,
+            BuildError, CaughtPanic, CounterSnapshot, CountersReport, Down, ExitReason, JoinError, LongHold,
+            LongHoldHook, SendError,
         };
         pub use $crate::{
             RegisterError, ShutdownReport, SpawnError, StackError, DEFAULT_STACK_SIZE, DEFAULT_TIMESLICE,
             MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
         };
 
-        /// The sending half of an unbounded channel (clone it; send from
-        /// actors and threads; a send never waits).
-        pub type Sender<T> = $crate::channel::Sender<T, $platform>;
-        /// The receiving half of an unbounded channel.
-        pub type Receiver<T> = $crate::channel::Receiver<T, $platform>;
+        /// The sending half of an unbounded channel ([`unbounded`]): clone
+        /// it; send from actors and threads; a send never waits (tokio's
+        /// name for it).
+        pub type UnboundedSender<T> = $crate::channel::UnboundedSender<T, $platform>;
+        /// The receiving half of an unbounded channel ([`unbounded`]).
+        pub type UnboundedReceiver<T> = $crate::channel::UnboundedReceiver<T, $platform>;
+        /// The old name of [`UnboundedSender`] (std's; a tokio user reads
+        /// a plain `Sender` as bounded).
+        #[deprecated(note = "renamed UnboundedSender: a plain `Sender` reads as bounded to tokio users")]
+        pub type Sender<T> = UnboundedSender<T>;
+        /// The old name of [`UnboundedReceiver`].
+        #[deprecated(note = "renamed UnboundedReceiver, as UnboundedSender")]
+        pub type Receiver<T> = UnboundedReceiver<T>;
         /// The sending half of a bounded channel (a send on a full channel
         /// waits: an actor parks, a thread blocks; on a rendezvous channel,
         /// `bounded(0)`, every send waits for the receiver to take it).
@@ -236,9 +254,17 @@ macro_rules! port_api {
             CapacityError, RecvError, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError,
         };
 
-        /// A new unbounded MPSC channel (semantics: `smarm_core::channel`).
-        pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
-            $crate::channel::channel::<T, $platform>()
+        /// A new unbounded MPSC channel: a send never waits (crossbeam's
+        /// name; semantics: `smarm_core::channel`). [`bounded`] makes one
+        /// that holds at most so many.
+        pub fn unbounded<T: Send>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+            $crate::channel::unbounded::<T, $platform>()
+        }
+
+        /// [`unbounded`] under std's name (`std::sync::mpsc::channel` is
+        /// unbounded too).
+        pub fn channel<T: Send>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+            $crate::channel::unbounded::<T, $platform>()
         }
 
         /// A new MPSC channel holding at most `cap` messages; `cap` 0
@@ -399,6 +425,54 @@ macro_rules! port_api {
         /// kills the other, unless it traps exits. `false` off actors.
         pub fn link(other: &ActorRef) -> bool {
             $crate::link::<$platform>(other)
+        }
+
+        /// Removes the link between the calling actor and `other`, both
+        /// ways (Erlang's `unlink`): `true` if there was one; then no later
+        /// exit of either reaches the other through it. `false` off actors.
+        pub fn unlink(other: &ActorRef) -> bool {
+            $crate::unlink::<$platform>(other)
+        }
+
+        /// Spawns an actor linked to the caller (Erlang's `spawn_link`):
+        /// the link is in place before the child runs (work-first), so its
+        /// abnormal exit, however early, reaches the caller. Panics outside
+        /// an actor; see [`try_spawn_link`].
+        pub fn spawn_link<F, T>(f: F) -> JoinHandle<T>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_link::<$platform, F, T>(f)
+        }
+
+        /// [`spawn_link`], returning errors instead of panicking.
+        pub fn try_spawn_link<F, T>(f: F) -> Result<JoinHandle<T>, SpawnError>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_link::<$platform, F, T>(f)
+        }
+
+        /// [`spawn_link`] of an actor with a mailbox (as [`spawn_actor`]).
+        pub fn spawn_actor_link<M, F, T>(f: F) -> (Addr<M>, JoinHandle<T>)
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::spawn_actor_link::<$platform, M, F, T>(f)
+        }
+
+        /// [`spawn_actor_link`], returning errors instead of panicking.
+        pub fn try_spawn_actor_link<M, F, T>(f: F) -> Result<(Addr<M>, JoinHandle<T>), SpawnError>
+        where
+            M: Send + 'static,
+            F: FnOnce(Mailbox<M>) -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            $crate::try_spawn_actor_link::<$platform, M, F, T>(f)
         }
 
         /// Binds `name` to `addr`'s actor in this actor's runtime until the

@@ -17,8 +17,8 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use smarm_fuzz::{live, reset_live, Tracked};
 use smarm_linux::{
-    bounded, channel, oneshot, BoundedReceiver, BoundedSender, Receiver, RecvError, RecvTimeoutError, Sender,
-    TryRecvError, TrySendError,
+    bounded, channel, oneshot, BoundedReceiver, BoundedSender, RecvError, RecvTimeoutError, TryRecvError,
+    TrySendError, UnboundedReceiver as Receiver, UnboundedSender as Sender,
 };
 
 /// Gives a just-spawned helper thread time to reach its blocking call, so

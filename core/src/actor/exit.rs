@@ -1,10 +1,13 @@
 //! How an actor ended, as the runtime reports it: the [`ExitReason`] every
 //! actor ends with, the [`Down`] notice monitors and trapping links
 //! receive, the [`Killed`] unwind payload, and the [`JoinError`] a joiner
-//! gets instead of a value. Plain data, shared by every layer above.
+//! gets instead of a value (with a panic's payload, [`CaughtPanic`]). Plain
+//! data, shared by every layer above.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
+use core::any::Any;
 use core::fmt;
 
 use crate::actor::Cancelled;
@@ -70,12 +73,61 @@ pub struct Down {
 #[derive(Debug)]
 pub struct Killed;
 
+/// A panic's payload, caught at an actor's edge and kept in
+/// [`JoinError::Panicked`] so the joiner can take it back
+/// ([`JoinError::into_panic`]) and re-raise it with
+/// `std::panic::resume_unwind`.
+///
+/// Opaque: it is handed over by value only ([`into_inner`](Self::into_inner)),
+/// never by shared reference, which is what makes it `Sync` (the boxed
+/// payload is not), so a `JoinError` goes wherever `Send + Sync` errors
+/// go. It compares equal to any other: a `JoinError`'s equality is its
+/// kind, id, name and message.
+pub struct CaughtPanic(PanicPayload);
+
+// SAFETY: the payload is reachable only through `into_inner(self)` (by
+// value, on the thread that owns the `CaughtPanic`); no method reads it
+// through `&self` (`Debug` and `PartialEq` do not look at it), so sharing
+// a `&CaughtPanic` between threads shares nothing of the payload. The
+// argument of tokio's `SyncWrapper`.
+unsafe impl Sync for CaughtPanic {}
+
+impl CaughtPanic {
+    /// The payload, as `catch_unwind` gave it (`downcast` it to the type
+    /// the actor panicked with: `&'static str` or `String` for `panic!`,
+    /// anything for `std::panic::panic_any`).
+    pub fn into_inner(self) -> Box<dyn Any + Send + 'static> {
+        self.0
+    }
+}
+
+impl fmt::Debug for CaughtPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CaughtPanic(..)")
+    }
+}
+
+impl PartialEq for CaughtPanic {
+    /// Always `true`: payloads are not comparable (see the type's doc).
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for CaughtPanic {}
+
 /// Why [`JoinHandle::join`](crate::JoinHandle::join) has no value to give.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Not `Clone`: a panic's payload ([`CaughtPanic`]) cannot be cloned.
+/// Equality compares the kind, id, name and message (payloads are not
+/// compared).
+#[derive(Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum JoinError {
     /// The actor panicked; the panic's message (or a placeholder when the
-    /// payload was not a string).
+    /// payload was not a string) and the payload itself
+    /// ([`into_panic`](JoinError::into_panic)).
+    #[non_exhaustive]
     Panicked {
         /// The actor's id.
         id: u64,
@@ -83,6 +135,8 @@ pub enum JoinError {
         name: Option<Arc<str>>,
         /// The panic message.
         message: String,
+        /// The panic's payload.
+        payload: CaughtPanic,
     },
     /// The runtime shut down before the actor finished (or, when returned to
     /// a joiner that is itself being cancelled, before the join completed).
@@ -141,6 +195,51 @@ impl JoinError {
         }
     }
 
+    /// Whether the actor panicked (its payload is in the error:
+    /// [`into_panic`](Self::into_panic)).
+    pub fn is_panic(&self) -> bool {
+        matches!(self, JoinError::Panicked { .. })
+    }
+
+    /// The panic's payload, to re-raise the actor's panic in the joiner
+    /// with `std::panic::resume_unwind` or to `downcast` it (tokio's name).
+    ///
+    /// ```ignore
+    /// // With a port crate (`smarm_linux`, `smarm_darwin`) as `smarm`:
+    /// use smarm::Runtime;
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// struct DiskFull(u32);
+    ///
+    /// let rt = Runtime::builder().workers(1).build().unwrap();
+    /// let h = rt.spawn(|| std::panic::panic_any(DiskFull(7)));
+    /// let e = h.join().unwrap_err();
+    /// assert!(e.is_panic());
+    /// let payload = e.into_panic();
+    /// assert_eq!(*payload.downcast::<DiskFull>().unwrap(), DiskFull(7));
+    /// // Or re-raise it here: std::panic::resume_unwind(payload).
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the actor did not panic (it was killed, cancelled or overflowed
+    /// its stack): see [`try_into_panic`](Self::try_into_panic).
+    #[track_caller]
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match self.try_into_panic() {
+            Ok(p) => p,
+            Err(e) => panic!("`JoinError::into_panic` on an error that is not a panic: {e}"),
+        }
+    }
+
+    /// The panic's payload if the actor panicked, else the error itself.
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
+        match self {
+            JoinError::Panicked { payload, .. } => Ok(payload.into_inner()),
+            e => Err(e),
+        }
+    }
+
     /// Whether the actor was cancelled by a shutdown.
     pub fn is_cancelled(&self) -> bool {
         matches!(self, JoinError::Cancelled { .. })
@@ -185,7 +284,12 @@ impl JoinError {
         } else {
             String::from("Box<dyn Any> (a non-string panic payload)")
         };
-        JoinError::Panicked { id, name, message }
+        JoinError::Panicked {
+            id,
+            name,
+            message,
+            payload: CaughtPanic(payload),
+        }
     }
 }
 

@@ -22,10 +22,9 @@
 
 use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
-use core::fmt;
-use core::marker::PhantomData;
 use core::ptr;
 
+pub use crate::actor::actor_ref::ActorRef;
 use crate::actor::exit::{Down, ExitReason};
 use crate::actor::Actor;
 use crate::seam::platform::Platform;
@@ -178,12 +177,34 @@ pub(crate) struct Life {
     /// (an overflow recovery abandons the frame that holds it); set once,
     /// before the `Life` is shared.
     pub(crate) mailbox: RawCell<Option<Weak<dyn CloseDead>>>,
-    /// The ids of the actors linked with this one (so a second `link` to
-    /// the same partner adds nothing), under `links_lock`.
-    links: crate::sync::UnsafeCell<alloc::vec::Vec<u64>>,
+    /// The link entries with other actors, under `links_lock`: `(id,
+    /// linked)`. An entry exists, in both actors' sets at once, while the
+    /// exit hooks the first `link` installed on both sides are pending
+    /// (neither's exit has claimed it); `linked` is false once `unlink`ed,
+    /// and a later `link` sets it again without new hooks.
+    links: crate::sync::UnsafeCell<alloc::vec::Vec<(u64, bool)>>,
     /// A spin lock for `links` (held for a lookup and a push: links are
     /// rare, and a link never waits while holding it).
     links_lock: AtomicBool,
+}
+
+/// What [`Life::add_link`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddLink {
+    /// A new entry in both sets: install the exit hooks.
+    New,
+    /// The entry was there, unlinked: linked again (its hooks are pending).
+    Relinked,
+    /// Linked already: nothing changed.
+    Already,
+}
+
+/// Sets the `linked` flag of `id`'s entry (present: the sets change
+/// together).
+fn set_entry(set: &mut [(u64, bool)], id: u64, linked: bool) {
+    if let Some(e) = set.iter_mut().find(|e| e.0 == id) {
+        e.1 = linked;
+    }
 }
 
 /// A mailbox whose owner is gone without dropping it.
@@ -364,36 +385,84 @@ impl Life {
         self.links_lock.store(false, Ordering::Release);
     }
 
-    /// Records a link with `other` in both sets; `false` if they were
-    /// linked already. Locks the two sets in id order (no deadlock).
-    pub(crate) fn add_link<P: Platform>(&self, other: &Life) -> bool {
+    /// Runs `f` on both link sets (`self`'s, `other`'s) with both locks
+    /// held, taken in id order (no deadlock). Not for a self-link.
+    fn with_links<P: Platform, R>(
+        &self,
+        other: &Life,
+        f: impl FnOnce(&mut alloc::vec::Vec<(u64, bool)>, &mut alloc::vec::Vec<(u64, bool)>) -> R,
+    ) -> R {
+        debug_assert!(!ptr::eq(self, other), "a self-link has no entry");
         let (lo, hi) = if self.id < other.id {
             (self, other)
         } else {
             (other, self)
         };
         lo.lock_links::<P>();
-        if !ptr::eq(lo, hi) {
-            hi.lock_links::<P>();
-        }
-        // SAFETY: both locks are held (or the one, for a self-link): no
-        // other access to either set.
-        let new = self.links.with_mut(|mine| unsafe {
-            let new = !(*mine).contains(&other.id);
-            if new {
-                (*mine).push(other.id);
-            }
-            new
+        hi.lock_links::<P>();
+        let r = self.links.with_mut(|mine| {
+            other.links.with_mut(|theirs| {
+                // SAFETY: both locks are held: no other access to either
+                // set (two `Life`s: two distinct sets).
+                unsafe { f(&mut *mine, &mut *theirs) }
+            })
         });
-        if new && !ptr::eq(self, other) {
-            // SAFETY: as above.
-            other.links.with_mut(|theirs| unsafe { (*theirs).push(self.id) });
-        }
-        if !ptr::eq(lo, hi) {
-            hi.unlock_links();
-        }
+        hi.unlock_links();
         lo.unlock_links();
-        new
+        r
+    }
+
+    /// Records a link with `other` (not `self`) in both sets: whether it
+    /// is new (the caller installs the exit hooks), made again over an
+    /// `unlink` (the hooks are still pending), or already there.
+    pub fn add_link<P: Platform>(&self, other: &Life) -> AddLink {
+        let (me, them) = (self.id, other.id);
+        self.with_links::<P, _>(other, |mine, theirs| {
+            match mine.iter_mut().find(|e| e.0 == them) {
+                Some((_, true)) => AddLink::Already,
+                Some(e) => {
+                    e.1 = true;
+                    set_entry(theirs, me, true);
+                    AddLink::Relinked
+                }
+                None => {
+                    mine.push((them, true));
+                    theirs.push((me, true));
+                    AddLink::New
+                }
+            }
+        })
+    }
+
+    /// `unlink`: clears the link with `other` in both sets; whether there
+    /// was one (an exit that claimed it first leaves none).
+    pub(crate) fn remove_link<P: Platform>(&self, other: &Life) -> bool {
+        let (me, them) = (self.id, other.id);
+        self.with_links::<P, _>(other, |mine, theirs| {
+            match mine.iter_mut().find(|e| e.0 == them) {
+                Some(e) if e.1 => {
+                    e.1 = false;
+                    set_entry(theirs, me, false);
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// The exit hook of a link (this actor ended): drops the entry with
+    /// `other` from both sets; whether it was linked, so the exit reaches
+    /// `other`. Of a racing `unlink` and this, exactly one finds the link.
+    pub(crate) fn claim_link<P: Platform>(&self, other: &Life) -> bool {
+        let (me, them) = (self.id, other.id);
+        self.with_links::<P, _>(other, |mine, theirs| {
+            let Some(i) = mine.iter().position(|e| e.0 == them) else {
+                return false;
+            };
+            let linked = mine.swap_remove(i).1;
+            theirs.retain(|e| e.0 != me);
+            linked
+        })
     }
 
     /// Delivers a linked actor's abnormal exit through the trap, if set.
@@ -437,69 +506,6 @@ impl Drop for Life {
     }
 }
 
-/// A reference to an actor that does not keep it alive (its stack and
-/// control block go when it ends; the reference keeps only its id, name
-/// and exit reason): kill it, monitor it, link to it. Get one from a
-/// `JoinHandle`, an `Addr` or [`current`](crate::current).
-pub struct ActorRef<P: Platform> {
-    pub(crate) life: Arc<Life>,
-    pub(crate) _p: PhantomData<fn() -> P>,
-}
-
-impl<P: Platform> Clone for ActorRef<P> {
-    fn clone(&self) -> Self {
-        ActorRef {
-            life: self.life.clone(),
-            _p: PhantomData,
-        }
-    }
-}
-
-impl<P: Platform> fmt::Debug for ActorRef<P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ActorRef").field("id", &self.life.id).finish()
-    }
-}
-
-impl<P: Platform> ActorRef<P> {
-    pub(crate) fn new(life: &Arc<Life>) -> Self {
-        ActorRef {
-            life: life.clone(),
-            _p: PhantomData,
-        }
-    }
-
-    /// The actor's id.
-    pub fn id(&self) -> u64 {
-        self.life.id
-    }
-
-    /// The actor's name, if it was spawned with one.
-    pub fn name(&self) -> Option<&str> {
-        self.life.name.as_deref()
-    }
-
-    /// Whether the actor has ended.
-    pub fn has_exited(&self) -> bool {
-        self.life.hooks.is_closed()
-    }
-
-    /// Kills the actor: it unwinds at its next resume point and ends with
-    /// [`ExitReason::Killed`] (its joiner sees `JoinError::Killed`). Killing
-    /// an actor that has ended does nothing.
-    pub fn kill(&self) {
-        if !self.has_exited() {
-            self.life.kill();
-        }
-    }
-
-    /// Runs `hook` once when the actor ends (at once if it has ended). On an
-    /// actor dropped without ending (abandoned at shutdown) it never runs.
-    pub(crate) fn on_exit(&self, hook: Hook) {
-        self.life.hooks.add(hook);
-    }
-}
-
 /// Loom models only: the link sets' lock and check
 /// (`core/tests/loom_links.rs`), on real `Life`s.
 #[cfg(smarm_loom)]
@@ -519,13 +525,25 @@ pub mod loom_links {
             LinkEnd(super::Life::new(id, None, (0, 0)))
         }
 
-        /// `link`'s bookkeeping: `true` if this made a new link.
-        pub fn link<P: Platform>(&self, other: &LinkEnd) -> bool {
+        /// `link`'s bookkeeping.
+        pub fn link<P: Platform>(&self, other: &LinkEnd) -> super::AddLink {
             self.0.add_link::<P>(&other.0)
         }
 
-        /// The partner ids recorded (call once the linkers are joined).
-        pub fn links<P: Platform>(&self) -> Vec<u64> {
+        /// `unlink`'s bookkeeping: `true` if a link was removed.
+        pub fn unlink<P: Platform>(&self, other: &LinkEnd) -> bool {
+            self.0.remove_link::<P>(&other.0)
+        }
+
+        /// The exit hook's claim (this end ended): `true` if the exit
+        /// reaches `other`.
+        pub fn claim<P: Platform>(&self, other: &LinkEnd) -> bool {
+            self.0.claim_link::<P>(&other.0)
+        }
+
+        /// The entries recorded, `(partner id, linked)` (call once the
+        /// linkers are joined).
+        pub fn links<P: Platform>(&self) -> Vec<(u64, bool)> {
             self.0.lock_links::<P>();
             // SAFETY: the lock is held.
             let v = self.0.links.with(|l| unsafe { (*l).clone() });

@@ -59,6 +59,7 @@
 //! data ([`life`]) and its sanitizer hooks ([`sanitizer`]). Imports only
 //! the layers below (the scheduler is reached through [`Schedule`]).
 
+pub mod actor_ref;
 pub mod exit;
 pub mod life;
 pub(crate) mod sanitizer;

@@ -2,7 +2,7 @@
 //!
 //! | kind                          | constructor                   | senders | send when full / waiting       |
 //! |-------------------------------|-------------------------------|---------|--------------------------------|
-//! | unbounded MPSC                | [`channel`]                   | many    | never waits                    |
+//! | unbounded MPSC                | [`unbounded`], [`channel`]    | many    | never waits                    |
 //! | bounded MPSC (backpressure)   | [`bounded`]`(cap)`, `cap` ≥ 1 | many    | waits for a free slot          |
 //! | rendezvous MPSC               | [`bounded`]`(0)`              | many    | waits until the receiver takes the value |
 //! | oneshot                       | [`oneshot`]                   | one     | never waits (one value)        |
@@ -83,6 +83,9 @@ mod zero;
 pub use bounded::{bounded, try_bounded, BoundedReceiver, BoundedSender};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
 pub use unbounded::{channel, Receiver, Sender};
+// The unbounded kind under names nobody misreads (the port API's): tokio's
+// handle names (its plain `Sender` is bounded) and crossbeam's constructor.
+pub use unbounded::{channel as unbounded, Receiver as UnboundedReceiver, Sender as UnboundedSender};
 
 pub use crate::seam::error::SendError;
 

@@ -50,6 +50,26 @@ impl Waiter {
         }
     }
 
+    /// A waiter for the caller, unless it is an actor whose wait must give
+    /// up at once (`sched::unwinding`): one read of the current-worker
+    /// slot for both.
+    #[inline]
+    pub(crate) fn for_wait<P: Platform>() -> Option<Waiter> {
+        match sched::current_for_wait::<P>() {
+            (_, true) => None,
+            // SAFETY: the running actor is alive (its worker holds an Arc);
+            // we take one more reference for the registration.
+            (Some(a), false) => Some(Waiter::Actor(unsafe {
+                Arc::increment_strong_count(a);
+                Arc::from_raw(a)
+            })),
+            (None, false) => Some(Waiter::Thread(Arc::new(ThreadWaiter {
+                word: AtomicU32::new(0),
+                wake: P::wake_one,
+            }))),
+        }
+    }
+
     /// Blocks the caller (which must be the waiter) until woken; may return
     /// spuriously. An actor that is being cancelled returns at once.
     pub(crate) fn wait<P: Platform>(&self, deadline_ns: Option<u64>) {

@@ -64,6 +64,7 @@ pub struct Builder<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
     thread_name: String,
     timeslice: Option<Duration>,
     long_hold: Option<(Duration, Option<crate::sched::LongHoldHook>)>,
+    allow_panic_abort: bool,
     _p: PhantomData<fn() -> (P, Q)>,
 }
 
@@ -84,6 +85,7 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
             thread_name: String::from("smarm-worker"),
             timeslice: Some(DEFAULT_TIMESLICE),
             long_hold: None,
+            allow_panic_abort: false,
             _p: PhantomData,
         }
     }
@@ -141,8 +143,18 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         self
     }
 
+    /// Builds even if the binary aborts on panic (`panic = "abort"`),
+    /// where `build` fails with [`BuildError::PanicAbort`]: then a panic in
+    /// an actor, a kill (links, supervisors) and the cancellation of an
+    /// actor still alive at shutdown each end the process (saying so).
+    pub fn allow_panic_abort(mut self, allow: bool) -> Self {
+        self.allow_panic_abort = allow;
+        self
+    }
+
     /// Checks the configuration and starts the workers.
     pub fn build(self) -> Result<Runtime<P, Q>, BuildError> {
+        crate::seam::error::check_panic_strategy(P::PANIC_UNWINDS, self.allow_panic_abort)?;
         let workers = self.workers.unwrap_or_else(|| P::cpu_count().min(MAX_WORKERS));
         if workers == 0 {
             return Err(BuildError::ZeroWorkers);
@@ -401,19 +413,6 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
     {
         match self.try_spawn(f) {
             Ok(h) => h,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    /// Runs `f` as an actor and waits for it from the calling thread.
-    /// A panic in `f` is re-raised here with the actor's message.
-    pub fn block_on<F, T>(&self, f: F) -> T
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        match self.spawn(f).join() {
-            Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
     }

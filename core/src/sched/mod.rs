@@ -500,6 +500,27 @@ pub(crate) fn unwinding<P: Platform>() -> bool {
     }
 }
 
+/// The calling actor (`None` on a plain thread), and whether its wait must
+/// give up at once ([`unwinding`]): both from one read of the
+/// current-worker slot (a blocking receive's slow path asks for both).
+pub(crate) fn current_for_wait<P: Platform>() -> (Option<*const Actor>, bool) {
+    let c = ctx::<P>();
+    if c.is_null() {
+        return (None, false);
+    }
+    // SAFETY: as in `unwinding`.
+    unsafe {
+        let a = (*c).current;
+        if a.is_null() {
+            return (None, false);
+        }
+        // Relaxed: as in `unwinding`.
+        let give_up = (*(*c).core).shutdown.load(Ordering::Relaxed)
+            && (*(*a).cancel.get() == CANCEL_UNWINDING || P::panicking());
+        (Some(a), give_up)
+    }
+}
+
 /// The id of the calling actor; `None` on a plain OS thread.
 pub fn current_id<P: Platform>() -> Option<u64> {
     // SAFETY: `current_actor` returns a live actor (the running one).

@@ -62,6 +62,20 @@ pub(crate) unsafe fn raise<P: Platform>(me: *const Actor, payload: crate::seam::
     if P::panicking() || unsafe { *(*me).deferred.get() } != 0 {
         return;
     }
+    if !P::PANIC_UNWINDS {
+        // `Builder::allow_panic_abort`: the unwind would abort silently.
+        let what = if payload.is::<Cancelled>() {
+            "cancelled by the runtime's shutdown"
+        } else {
+            "killed"
+        };
+        // SAFETY: `me` is the running actor.
+        let id = unsafe { (*me).id };
+        P::abort(&alloc::format!(
+            "smarm: actor {id} was {what}, which unwinds it, but this binary is built with \
+             panic = \"abort\" (Builder::allow_panic_abort): aborting"
+        ));
+    }
     // SAFETY: the running actor owns `cancel`.
     unsafe { *(*me).cancel.get() = CANCEL_UNWINDING };
     P::resume_unwind(payload)
@@ -224,12 +238,22 @@ pub(crate) unsafe fn park_in_place<P: Platform>(me: *const Actor) {
 pub(crate) fn park<P: Platform>(what: u8) {
     match current_actor::<P>() {
         // SAFETY: `a` is the running actor.
-        Some(a) => unsafe {
-            crate::actor::waiting_on(a, what);
-            suspend::<P>(a, Request::Park)
-        },
+        Some(a) => unsafe { park_actor::<P>(a, what) },
         None => P::yield_thread(),
     }
+}
+
+/// [`park`] for a caller that has its actor at hand (no second read of
+/// the current-worker slot).
+///
+/// # Safety
+///
+/// `a` is the calling (running) actor.
+#[inline]
+pub(crate) unsafe fn park_actor<P: Platform>(a: *const Actor, what: u8) {
+    crate::actor::waiting_on(a, what);
+    // SAFETY: contract.
+    unsafe { suspend::<P>(a, Request::Park) }
 }
 
 /// Lets other actors run: the caller goes to the back of the run queue.

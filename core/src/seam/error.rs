@@ -69,6 +69,23 @@ pub enum BuildError {
     ZeroLongHold,
     /// A worker thread could not be started.
     Thread(ThreadError),
+    /// The binary aborts on panic (`panic = "abort"`), and the runtime's
+    /// kills, links, supervisors and shutdown unwind actors: each would
+    /// abort the process. Build with `panic = "unwind"` (the default), or
+    /// accept it with
+    /// [`Builder::allow_panic_abort`](crate::Builder::allow_panic_abort).
+    PanicAbort,
+}
+
+/// The build's check of the panic strategy: `unwinds` is
+/// [`Platform::PANIC_UNWINDS`](crate::Platform::PANIC_UNWINDS), `allowed`
+/// the builder's [`allow_panic_abort`](crate::Builder::allow_panic_abort).
+pub(crate) fn check_panic_strategy(unwinds: bool, allowed: bool) -> Result<(), BuildError> {
+    if unwinds || allowed {
+        Ok(())
+    } else {
+        Err(BuildError::PanicAbort)
+    }
 }
 
 impl fmt::Display for BuildError {
@@ -108,6 +125,12 @@ impl fmt::Display for BuildError {
             ),
             BuildError::ZeroLongHold => f.write_str("the long-hold bound must be above zero"),
             BuildError::Thread(e) => write!(f, "{e}"),
+            BuildError::PanicAbort => f.write_str(
+                "this binary is built with panic = \"abort\", but smarm unwinds actors to kill them \
+                 (kill, links, supervisors) and to cancel them at shutdown: each would abort the \
+                 process; build with panic = \"unwind\" (the default), or accept it with \
+                 Builder::allow_panic_abort(true)",
+            ),
         }
     }
 }
@@ -268,5 +291,19 @@ mod tests {
         let build = BuildError::Thread(thread.clone());
         assert_eq!(build.to_string(), thread.to_string());
         assert!(build.source().is_none());
+    }
+
+    #[test]
+    fn a_panic_abort_build_is_refused_unless_allowed() {
+        assert_eq!(check_panic_strategy(true, false), Ok(()));
+        assert_eq!(check_panic_strategy(true, true), Ok(()));
+        assert_eq!(check_panic_strategy(false, true), Ok(()));
+        let e = check_panic_strategy(false, false).unwrap_err();
+        assert_eq!(e, BuildError::PanicAbort);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("panic = \"abort\"") && msg.contains("allow_panic_abort(true)"),
+            "{msg}"
+        );
     }
 }

@@ -264,6 +264,17 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
     /// [`SEEDED_SCHEDULE`](Platform::SEEDED_SCHEDULE) is set.
     fn turn_point() {}
 
+    /// Whether a panic unwinds (`panic = "unwind"`, the default) rather
+    /// than aborts the process. Kills and shutdown's cancellations are
+    /// unwinds, so a runtime refuses to build without them
+    /// ([`BuildError::PanicAbort`](crate::BuildError::PanicAbort)) unless
+    /// told otherwise. The default is the strategy this crate (core) was
+    /// compiled with, which under cargo is the whole build's (the
+    /// profile's `panic` reaches every crate; an aborting crate cannot be
+    /// linked into an unwinding binary). A port built some other way may
+    /// say its own.
+    const PANIC_UNWINDS: bool = cfg!(panic = "unwind");
+
     /// Runs `f`, stopping any panic that unwinds out of it.
     fn catch_unwind(f: &mut dyn FnMut()) -> Result<(), PanicPayload>;
     /// Starts unwinding with `payload` without calling the panic hook.

@@ -350,6 +350,20 @@ impl<T, P: Platform> JoinHandle<T, P> {
         }
     }
 
+    /// Waits for the actor by blocking the calling OS thread on the slot's
+    /// word until the result is in, whoever calls (an actor too: it does
+    /// not park): no deadline, and no giving up at shutdown, unlike
+    /// [`join`](Self::join) from an unwinding actor. `Runtime::block_on`'s
+    /// wait, which must not end before the actor is done with what its
+    /// closure borrowed.
+    pub(crate) fn join_blocking(self) -> Result<T, JoinError> {
+        loop {
+            if let Ok(r) = self.join_as_thread(None) {
+                return r;
+            }
+        }
+    }
+
     fn join_as_thread(&self, deadline_ns: Option<u64>) -> Result<Result<T, JoinError>, ()> {
         // Release/Acquire: as in `join_as_actor`; a failure means DONE.
         let _ = self

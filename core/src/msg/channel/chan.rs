@@ -366,8 +366,9 @@ impl<T> Chan<T> {
                 Ok(v) => return Ok(v),
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {
-                    // SAFETY: forwarded contract.
-                    if !unsafe { self.wait::<P>(None, || sched::park::<P>(what)) } {
+                    // SAFETY: forwarded contract; `park` gets the calling
+                    // actor (`wait`'s contract).
+                    if !unsafe { self.wait::<P>(None, |a| sched::park_actor::<P>(a, what)) } {
                         return Err(RecvError);
                     }
                 }
@@ -409,7 +410,7 @@ impl<T> Chan<T> {
                 };
             }
             // SAFETY: forwarded contract.
-            unsafe { self.wait::<P>(Some(deadline), || sched::park_until::<P>(what, deadline, poke())) };
+            unsafe { self.wait::<P>(Some(deadline), |_| sched::park_until::<P>(what, deadline, poke())) };
         }
     }
 
@@ -440,22 +441,22 @@ impl<T> Chan<T> {
         drop(self.rx.take());
     }
 
-    /// `R1`–`R3`; an actor waits by calling `park`, a thread until
-    /// `deadline` at most. Returns `false` instead of waiting when the
-    /// caller is an actor being cancelled.
+    /// `R1`–`R3`; an actor waits by calling `park` with itself (the
+    /// running actor), a thread until `deadline` at most. Returns `false`
+    /// instead of waiting when the caller is an actor being cancelled.
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop).
+    /// Receiver only, as for [`pop`](Self::pop); `park` may rely on being
+    /// given the running actor.
     #[cold]
-    unsafe fn wait<P: Platform>(&self, deadline: Option<u64>, park: impl FnOnce()) -> bool {
-        if cancelled::<P>() {
+    unsafe fn wait<P: Platform>(&self, deadline: Option<u64>, park: impl FnOnce(*const Actor)) -> bool {
+        let Some(w) = Waiter::for_wait::<P>() else {
             return false;
-        }
-        let w = Waiter::current::<P>();
+        };
         let thread = match &w {
-            Waiter::Thread(t) => Some(t.clone()),
-            Waiter::Actor(_) => None,
+            Waiter::Thread(t) => Ok(t.clone()),
+            Waiter::Actor(a) => Err(Arc::as_ptr(a)),
         };
         // R1.
         self.rx.put(w);
@@ -468,8 +469,8 @@ impl<T> Chan<T> {
         }
         // R3.
         match thread {
-            Some(t) => Waiter::Thread(t).wait::<P>(deadline),
-            None => park(),
+            Ok(t) => Waiter::Thread(t).wait::<P>(deadline),
+            Err(me) => park(me),
         }
         true
     }
