@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use smarm_tests::smarm::{
     self, bounded, channel, oneshot, try_bounded, ActorState, BoundedReceiver, BoundedSender, CapacityError,
-    Receiver, RecvError, Runtime, Select, SendError, SendTimeoutError, Sender, TryRecvError, TrySendError,
-    RecvError, Runtime, SendError, TryRecvError, TrySendError,
+    RecvError, Runtime, Select, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
 // The unbounded handles under short names (the tests are written for them).
 use smarm_tests::smarm::{UnboundedReceiver as Receiver, UnboundedSender as Sender};
