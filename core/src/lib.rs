@@ -69,12 +69,15 @@ pub use sched::io::loom_record;
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub use supervise::link::loom_monitor;
-/// Loom models only: the actor state word's wake and in-place wait, the
-/// real functions the runtime calls (`core/tests/loom_held.rs`).
+/// Loom models only: the actor state word's park, wake and in-place wait,
+/// the real functions the runtime calls (`core/tests/loom_held.rs`,
+/// `core/tests/loom_handoff.rs`).
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub mod state_word {
-    pub use crate::actor::{hold_wait, wake_word, Woken, HELD, NOTIFIED, RUNNING};
+    pub use crate::actor::{
+        hold_wait, park_word, wake_word, Woken, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING,
+    };
 }
 pub use actor::exit::{CaughtPanic, Down, ExitReason, JoinError, Killed};
 pub use actor::life::ActorRef;

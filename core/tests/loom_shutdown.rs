@@ -213,7 +213,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run 1878dc8a184c
+    // mirror: core/src/sched/run.rs run 406751206d35
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, a: usize) {
@@ -300,7 +300,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 31470908165c
+    // mirror: core/src/sched/worker.rs run_worker 93454f52392e
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

@@ -123,6 +123,24 @@ pub fn wake_word(state: &AtomicU32) -> Woken {
     }
 }
 
+/// Step 4a, the parker's transition, run once the actor's stack is left
+/// (by its worker, or by the actor a direct handoff switched to):
+/// `RUNNING → PARKED` (`true`: the waker's registration holds it now), or
+/// `false` if a wake came first (`NOTIFIED`: it must run again; the word
+/// is left `NOTIFIED` for the caller to overwrite).
+pub fn park_word(state: &AtomicU32) -> bool {
+    // AcqRel: Release publishes the saved sp (written before this) to the
+    // waker's Acquire in `wake_word`; Acquire sees a NOTIFIED waker's
+    // writes (the condition the actor re-checks when it runs again).
+    match state.compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => true,
+        Err(s) => {
+            debug_assert_eq!(s, NOTIFIED);
+            false
+        }
+    }
+}
+
 /// Step 7, the actor's side: waits on `state` (its own, `RUNNING` or
 /// `NOTIFIED`) on the calling OS thread until a wake. A wake that landed
 /// before (`NOTIFIED`) is consumed at once. Returns `false` if the actor
@@ -308,6 +326,10 @@ pub struct Actor {
     /// Sections in which resume points do not raise a kill or a
     /// cancellation (`sched::defer_kills`); owned by the running actor.
     pub(crate) deferred: RawCell<u32>,
+    /// Set by a direct handoff that switches to this actor: its resume
+    /// carries out the previous actor's request (`sched::handoff`). Owned
+    /// like `sp`.
+    pub(crate) handed: RawCell<bool>,
     /// Sanitizer fiber state (zero-sized without the sanitizer cfgs);
     /// owned like `sp`.
     #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
@@ -348,6 +370,7 @@ impl Actor {
             abort_join: RawCell::new(None),
             detached: RawCell::new(false),
             deferred: RawCell::new(0),
+            handed: RawCell::new(false),
             reg: crate::sync::AtomicU64::new(UNREGISTERED),
             killed: crate::sync::AtomicBool::new(false),
             san: crate::actor::sanitizer::ActorSan::new(),

@@ -209,6 +209,37 @@ mod imp {
         }
     }
 
+    /// A direct handoff: the running actor `_a` is about to switch straight
+    /// to `_b` (`sched::handoff`), which will return to the same worker.
+    #[inline(always)]
+    pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor) {
+        #[cfg(smarm_tsan)]
+        // SAFETY: `_b`'s fiber exists (it has run before); its worker's
+        // fiber is `_a`'s, which it will switch back to.
+        unsafe {
+            _b.san.sched_fiber.set(_a.san.sched_fiber.get());
+            __tsan_switch_to_fiber(_b.san.fiber.get(), 0);
+        }
+        #[cfg(smarm_asan)]
+        // SAFETY: `_b`'s stack is mapped while it lives; `_a`'s fake stack
+        // is kept for its next resume.
+        unsafe {
+            let (lo, hi) = _b.life.stack();
+            __sanitizer_start_switch_fiber(_a.san.fake.as_ptr(), lo as *const c_void, hi - lo);
+        }
+    }
+
+    /// After a direct handoff resumed `_b` (after [`actor_resumed`]): its
+    /// worker's stack is `_a`'s, not the stack it came from.
+    #[inline(always)]
+    pub(crate) fn handed_over(_a: &Actor, _b: &Actor) {
+        #[cfg(smarm_asan)]
+        {
+            _b.san.sched_bottom.set(_a.san.sched_bottom.get());
+            _b.san.sched_size.set(_a.san.sched_size.get());
+        }
+    }
+
     /// The actor ended (its worker retires it; it never runs again).
     #[inline(always)]
     pub(crate) fn retired(_a: &Actor) {
@@ -255,6 +286,10 @@ mod imp {
     pub(crate) fn actor_to_worker(_a: &Actor, _last: bool) {}
     #[inline(always)]
     pub(crate) fn actor_resumed(_a: &Actor) {}
+    #[inline(always)]
+    pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor) {}
+    #[inline(always)]
+    pub(crate) fn handed_over(_a: &Actor, _b: &Actor) {}
     #[inline(always)]
     pub(crate) fn retired(_a: &Actor) {}
 }

@@ -97,6 +97,7 @@
 
 mod blocking;
 pub mod counters;
+mod handoff;
 pub mod idle;
 pub mod io;
 pub mod local;
@@ -123,6 +124,7 @@ use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 pub use self::blocking::*;
+pub(crate) use self::handoff::*;
 pub use self::monitor::*;
 pub use self::sleep::*;
 pub(crate) use self::start::start_here;
@@ -134,7 +136,7 @@ use crate::actor::life::Life;
 use crate::actor::Entry;
 use crate::actor::{
     schedule, Actor, Cancelled, Request, Schedule, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE,
-    NOTIFIED, PARKED, RUNNABLE, RUNNING,
+    RUNNABLE, RUNNING,
 };
 use crate::lockfree::mpsc_queue::Node;
 use crate::lockfree::node_cache::NodeCache;
@@ -377,6 +379,13 @@ pub(crate) struct WorkerCtx<P: Platform> {
     pub(crate) core: *const RtCore<P>,
     pub(crate) index: usize,
     pub(crate) current: *const Actor,
+    /// The worker's reference to the actor it is running (`Arc::into_raw`),
+    /// while one runs: the actor it switched into, or the one a direct
+    /// handoff passed the turn to since (`handoff`'s module doc).
+    pub(crate) running: *const Actor,
+    /// A direct handoff's switched-out actor (`Arc::into_raw`) whose
+    /// request the actor switched to carries out, first thing.
+    pub(crate) handed: *const Actor,
     /// This thread hosts a detached unwinding actor (`Request::Detach`):
     /// worker `index` is served by another thread now, so actor-side code
     /// must not touch its shared state (run-next slot, counters).

@@ -23,7 +23,7 @@ pub struct LongHold {
 /// The long-hold hook.
 pub type LongHoldHook = Arc<dyn Fn(&LongHold) + Send + Sync>;
 
-impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
+impl<P: Platform> RtCore<P> {
     /// After an actor switched out of worker `index` (long-hold monitor
     /// on): clears the running id and, if the monitor reported this hold,
     /// reports its full length.
@@ -48,7 +48,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         }
         let held = || Duration::from_nanos(P::now_ns().saturating_sub(since));
         crate::seam::trace::long_hold(id, index, held, true);
-        if let Some(hook) = &self.core.hold_hook {
+        if let Some(hook) = &self.hold_hook {
             hook(&LongHold {
                 actor: id,
                 worker: index,

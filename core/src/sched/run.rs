@@ -19,43 +19,18 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     pub(crate) unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: Arc<Actor>, inherit: bool) -> Next {
         // SAFETY: (whole body) `ctx` is ours; we own `a` (we took it from a
         // queue/slot or were handed it), so its cells are ours until we
-        // publish it again.
+        // publish it again; the actor that comes back (`a`, or one a direct
+        // handoff passed the turn to) is ours again once it switched out.
         unsafe {
             let index = (*ctx).index;
             let w = &self.core.workers[index];
-            // Relaxed: we own the actor; wakers only CAS from PARKED/RUNNING
-            // and their Release edge is the queue's or the state's.
-            a.state.store(RUNNING, Ordering::Relaxed);
-            // Relaxed: a hint. The flag is set once and never cleared; a
-            // worker that reads it late resumes this actor once more
-            // uncancelled and cancels it at a later resume (the exit
-            // decision in `idle` reads the flag with SeqCst).
-            if self.core.shutdown.load(Ordering::Relaxed) && *a.cancel.get() == CANCEL_NONE {
-                *a.cancel.get() = CANCEL_REQUESTED;
-            }
-            if !inherit && self.core.slice_cycles != 0 {
-                // A fresh slice, stamped by the first safe point (module doc).
-                (*ctx).slice_end = 0;
-            }
-            let monitored = self.core.hold_ns != 0;
-            // Relaxed: samples for dumps and the monitor, which tolerate
-            // staleness.
-            w.samples.running.store(a.id, Ordering::Relaxed);
-            if monitored {
-                (*ctx).resumes += 1;
-                // Relaxed: as above.
-                w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
-            }
-            (*ctx).current = Arc::as_ptr(&a);
-            resume_actor::<P>(&a);
-            (*ctx).current = ptr::null();
-            if monitored {
-                self.end_hold(w, index, a.id, (*ctx).resumes);
-            } else {
-                // Relaxed: as above.
-                w.samples.running.store(0, Ordering::Relaxed);
-            }
-            w.counters.switches(1);
+            self.core.enter(ctx, &a, inherit);
+            (*ctx).running = Arc::into_raw(a);
+            resume_running::<P>(ctx);
+            // Whoever switched back to this worker: `a`, or the last of a
+            // chain of direct handoffs that started from it.
+            let a = Arc::from_raw(mem::replace(&mut (*ctx).running, ptr::null()));
+            self.core.leave(ctx, &a);
             match mem::replace(&mut *a.request.get(), Request::None) {
                 Request::Yield => {
                     a.state.store(RUNNABLE, Ordering::Relaxed);
@@ -63,23 +38,12 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Find
                 }
                 Request::Park => {
-                    crate::seam::failpoint::hit(crate::seam::failpoint::Site::BeforeParkCas);
-                    // AcqRel: Release publishes the saved sp to the waker's
-                    // Acquire load; Acquire sees a NOTIFIED waker's writes.
-                    match a
-                        .state
-                        .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
-                    {
-                        Ok(_) => {
-                            // The waker's registration holds it now.
-                            crate::seam::failpoint::hit(crate::seam::failpoint::Site::AfterParkCas);
-                            Next::Find
-                        }
-                        Err(s) => {
-                            debug_assert_eq!(s, NOTIFIED);
-                            a.state.store(RUNNING, Ordering::Relaxed);
-                            Next::Run(a)
-                        }
+                    if park_switched(&a) {
+                        // The waker's registration holds it now.
+                        Next::Find
+                    } else {
+                        a.state.store(RUNNING, Ordering::Relaxed);
+                        Next::Run(a)
                     }
                 }
                 Request::Spawn(child) => {

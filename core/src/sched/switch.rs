@@ -15,13 +15,21 @@ pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::sched::local::check_switch(me);
+        let park = matches!(req, Request::Park);
         *(*me).request.get() = req;
+        if park {
+            // Straight to the actor in the run-next slot, if it may be.
+            if let Some(back) = park_handoff::<P>(me) {
+                after_resume::<P>(me, back);
+                return;
+            }
+        }
         let to = *(*me).sched_sp.get();
         crate::actor::sanitizer::actor_to_worker(&*me, false);
         let back = <P::Arch as Arch>::switch(to);
-        crate::actor::sanitizer::actor_resumed(&*me);
-        // Resumed: `back` is the sp of the worker that resumed us.
-        *(*me).sched_sp.get() = back;
+        // Resumed: `back` is the sp of the worker that resumed us, or of
+        // an actor that handed over to us.
+        after_resume::<P>(me, back);
     }
 }
 

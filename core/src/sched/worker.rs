@@ -460,6 +460,8 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         core: &shared.core,
         index,
         current: ptr::null(),
+        running: ptr::null(),
+        handed: ptr::null(),
         detached: false,
         stacks: Vec::new(),
         nodes: NodeCache::new(),

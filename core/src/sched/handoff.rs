@@ -1,0 +1,281 @@
+//! Direct handoff: an actor that parks while its worker's run-next slot
+//! holds the actor to run next switches straight to it, stack to stack,
+//! instead of through the worker's stack and loop. The worker's bookkeeping
+//! around a turn ([`RtCore::enter`], [`RtCore::leave`]) runs on the actors'
+//! stacks, and the park's state change ([`park_switched`]) on the stack of
+//! the actor switched to, once the parking actor's stack is no longer in
+//! use — exactly as the worker would do it after switching back.
+//!
+//! # Why
+//!
+//! A message round trip between two actors on one worker was four
+//! switches (A → worker → B → worker → A) and two passes of the worker
+//! loop; with the handoff it is two switches (A → B → A). The ping-pong
+//! shape — wake the receiver into the run-next slot, then park on one's
+//! own receive — is the common one (request/reply, actor pairs, rings).
+//!
+//! # Protocol (A parks, B is in the run-next slot; numbered as in the code)
+//!
+//! On A's stack, in [`switch_out`](super::switch_out) for `Request::Park`:
+//! 1. `H1` check the handoff may happen: A runs on a worker (not detached),
+//!    the loop's periodic duties are not due ([`TIMER_CHECK_TURNS`]: timers,
+//!    the IO poll, the seeded schedule's turn), the run-next streak cap
+//!    allows another (timeslices off), the slot holds an actor that has
+//!    run before (a fresh one starts in its entry, which has no handoff
+//!    path);
+//! 2. `H2` take B from the slot (the owner's take: a thief may race it,
+//!    and then there is no handoff);
+//! 3. `H3` the turn's bookkeeping: [`RtCore::leave`] for A (samples,
+//!    counters), [`RtCore::enter`] for B (`RUNNING`, cancellation at
+//!    shutdown, the inherited slice, samples, `current`); the worker's
+//!    reference moves from A to B (`running`), A's goes to `handed`; B's
+//!    scheduler sp becomes A's (both return to this worker's stack); B is
+//!    marked `handed`;
+//! 4. `H4` switch from A to B.
+//!
+//! On B's stack, first thing after the switch returns
+//! ([`after_resume`]):
+//! 5. `H5` B sees `handed`: the sp the switch returned is A's (not the
+//!    worker's): store it in A, then carry out A's park ([`park_switched`]:
+//!    `RUNNING → PARKED`, or, if a wake came meanwhile (`NOTIFIED`), A is
+//!    runnable at once and goes to the now-empty run-next slot).
+//!
+//! The invariants the worker loop keeps hold: A's state changes only after
+//! its stack is left (5 runs on B's), so no other worker can resume an
+//! actor whose stack is in use; one CAS moves A out of `RUNNING`, so a wake
+//! is neither lost (`NOTIFIED` is caught) nor doubled; B is owned by this
+//! thread from its take (2) until it switches out. Wakes from other
+//! threads never fill this worker's slot (they queue), so the slot is
+//! empty when 5 needs it. The worker's own frame stays suspended in its
+//! resume of A; whichever actor switches back to it last hands back the
+//! `running` reference.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Whether an actor that switches out is parked now: `RUNNING → PARKED`
+/// (the waker's registration holds it from here), or `false` if a wake came
+/// first (`NOTIFIED`: it must run again). Called after its stack was left
+/// (by its worker, or by the actor a direct handoff switched to).
+pub(crate) fn park_switched(a: &Actor) -> bool {
+    crate::seam::failpoint::hit(crate::seam::failpoint::Site::BeforeParkCas);
+    let parked = crate::actor::park_word(&a.state);
+    if parked {
+        crate::seam::failpoint::hit(crate::seam::failpoint::Site::AfterParkCas);
+    }
+    parked
+}
+
+impl<P: Platform> RtCore<P> {
+    /// Step 2 of a turn (and `H3` for the actor handed to): `a` becomes the
+    /// worker's current actor. `inherit`: it keeps the current timeslice.
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the calling thread's worker context of this runtime; the
+    /// caller owns `a`.
+    #[inline(always)]
+    pub(crate) unsafe fn enter(&self, ctx: *mut WorkerCtx<P>, a: &Actor, inherit: bool) {
+        // SAFETY: contract.
+        unsafe {
+            // Relaxed: we own the actor; wakers only CAS from PARKED/RUNNING
+            // and their Release edge is the queue's or the state's.
+            a.state.store(RUNNING, Ordering::Relaxed);
+            // Relaxed: a hint. The flag is set once and never cleared; a
+            // worker that reads it late resumes this actor once more
+            // uncancelled and cancels it at a later resume (the exit
+            // decision in `idle` reads the flag with SeqCst).
+            if self.shutdown.load(Ordering::Relaxed) && *a.cancel.get() == CANCEL_NONE {
+                *a.cancel.get() = CANCEL_REQUESTED;
+            }
+            if !inherit && self.slice_cycles != 0 {
+                // A fresh slice, stamped by the first safe point (module doc).
+                (*ctx).slice_end = 0;
+            }
+            let w = &self.workers[(*ctx).index];
+            // Relaxed: samples for dumps and the monitor, which tolerate
+            // staleness.
+            w.samples.running.store(a.id, Ordering::Relaxed);
+            if self.hold_ns != 0 {
+                (*ctx).resumes += 1;
+                // Relaxed: as above.
+                w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
+            }
+            (*ctx).current = a;
+        }
+    }
+
+    /// Step 4's bookkeeping (and `H3` for the actor handing over): `a`
+    /// switched out of this worker.
+    ///
+    /// # Safety
+    ///
+    /// As [`enter`](Self::enter).
+    #[inline(always)]
+    pub(crate) unsafe fn leave(&self, ctx: *mut WorkerCtx<P>, a: &Actor) {
+        // SAFETY: contract.
+        unsafe {
+            (*ctx).current = ptr::null();
+            let index = (*ctx).index;
+            let w = &self.workers[index];
+            if self.hold_ns != 0 {
+                self.end_hold(w, index, a.id, (*ctx).resumes);
+            } else {
+                // Relaxed: as in `enter`.
+                w.samples.running.store(0, Ordering::Relaxed);
+            }
+            w.counters.switches(1);
+        }
+    }
+}
+
+/// Switches from the worker's stack into its `running` actor and returns
+/// when an actor switches back to the worker (after direct handoffs, maybe
+/// another: `running` then names it), its sp saved.
+///
+/// # Safety
+///
+/// `ctx` is the calling thread's worker context; `running` and `current`
+/// are the actor the caller owns and is about to run.
+#[inline(always)]
+pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
+    // SAFETY: contract: we own the actor's `sp` until we publish it again;
+    // the actor that switches back owns none of its cells any more.
+    unsafe {
+        let a = &*(*ctx).running;
+        let to = *a.sp.get();
+        let san = crate::actor::sanitizer::worker_to_actor(a);
+        // The running actor's span is current on this thread exactly while
+        // it runs here (crate::seam::trace, "The actor span").
+        a.span.enter();
+        let back = <P::Arch as Arch>::switch(to);
+        let x = &*(*ctx).running;
+        x.span.exit();
+        crate::actor::sanitizer::worker_resumed(san);
+        *x.sp.get() = back;
+    }
+}
+
+/// `H1`–`H4` for the running actor `me`, which is about to switch out to
+/// park: switches straight to the actor in its worker's run-next slot, if
+/// a handoff may happen. `Some(back)`: it did, and `me` has since been
+/// resumed (by its worker or by another handoff), `back` being what its
+/// switch returned; `None`: no handoff, switch out as usual.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor, not unwinding, with
+/// `Request::Park` stored; it must pass `back` to [`after_resume`].
+#[inline]
+pub(crate) unsafe fn park_handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
+    let c = ctx::<P>();
+    // SAFETY: a non-null context is this thread's live worker context,
+    // running `me` (its `running` and `current`); see the module doc for
+    // each step.
+    unsafe {
+        // H1.
+        if c.is_null() || (*c).detached || (*c).timer_turns <= 1 {
+            return None;
+        }
+        if (*c).slice_cycles == 0 && (*c).streak >= RUN_NEXT_CAP {
+            return None;
+        }
+        if P::SEEDED_SCHEDULE {
+            // The deterministic port: a scheduling point, and the seeded
+            // policy decides whether this turn is a handoff.
+            P::turn_point();
+            if P::pick(2) == 0 {
+                return None;
+            }
+        }
+        let core = &*(*c).core;
+        let w = &core.workers[(*c).index];
+        if w.run_next.peek().is_null() {
+            return None;
+        }
+        // H2.
+        let b = w.run_next.take();
+        if b.is_null() {
+            return None; // a thief was faster
+        }
+        if (*(*b).entry.get()).is_some() {
+            // Fresh: it starts in its entry. Back into the (empty) slot.
+            let old = w.run_next.put(b);
+            debug_assert!(old.is_null());
+            return None;
+        }
+        // H3. The loop's own counts for a turn taken from the slot.
+        (*c).timer_turns -= 1;
+        (*c).streak += 1;
+        w.counters.run_next(1);
+        core.leave(c, &*me);
+        core.enter(c, &*b, true);
+        (*c).handed = mem::replace(&mut (*c).running, b);
+        *(*b).sched_sp.get() = *(*me).sched_sp.get();
+        *(*b).handed.get() = true;
+        (*me).span.exit();
+        (*b).span.enter();
+        crate::actor::sanitizer::actor_to_actor(&*me, &*b);
+        // H4.
+        Some(<P::Arch as Arch>::switch(*(*b).sp.get()))
+    }
+}
+
+/// First thing in a resumed actor (`me`) after its switch returned `back`:
+/// `back` is its worker's sp, or, after a direct handoff (`handed`), the
+/// sp of the actor that handed over, whose request is carried out here
+/// (`H5`).
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor, just resumed.
+#[inline(always)]
+pub(crate) unsafe fn after_resume<P: Platform>(me: *const Actor, back: *mut u8) {
+    // SAFETY: the running actor owns `handed` and `sched_sp`.
+    unsafe {
+        crate::actor::sanitizer::actor_resumed(&*me);
+        if !*(*me).handed.get() {
+            // Resumed by a worker: `back` is its sp.
+            *(*me).sched_sp.get() = back;
+            return;
+        }
+        *(*me).handed.get() = false;
+        complete_handoff::<P>(me, back);
+    }
+}
+
+/// `H5`.
+///
+/// # Safety
+///
+/// As [`after_resume`], `me` resumed by a direct handoff whose actor's sp
+/// is `back`.
+#[cold]
+unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
+    let c = ctx::<P>();
+    // SAFETY: a handoff happens only on a worker, and the actor switched
+    // to resumes on the same thread: `c` is that worker's live context,
+    // whose `handed` holds the actor that switched to us, now owned here.
+    unsafe {
+        let a = Arc::from_raw(mem::replace(&mut (*c).handed, ptr::null()));
+        crate::actor::sanitizer::handed_over(&a, &*me);
+        *a.sp.get() = back;
+        match mem::replace(&mut *a.request.get(), Request::None) {
+            Request::Park => {
+                if !park_switched(&a) {
+                    // Woken before its park: runnable at once, next here.
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    let w = &(*(*c).core).workers[(*c).index];
+                    let old = w.run_next.put(Arc::into_raw(a).cast_mut());
+                    if !old.is_null() {
+                        // Not expected (module doc: only this thread fills
+                        // its slot, and it was emptied at H2); scheduling
+                        // it again displaces A to the queue: nothing lost.
+                        crate::actor::schedule(Arc::from_raw(old));
+                    }
+                }
+            }
+            _ => P::abort("smarm: a direct handoff with a request other than a park"),
+        }
+    }
+}
