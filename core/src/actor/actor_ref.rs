@@ -56,7 +56,7 @@ impl<P: Platform> ActorRef<P> {
     }
 
     /// Kills the actor: it unwinds at its next resume point and ends with
-    /// [`ExitReason::Killed`] (its joiner sees `JoinError::Killed`). Killing
+    /// [`ExitReason::Killed`](crate::ExitReason::Killed) (its joiner sees `JoinError::Killed`). Killing
     /// an actor that has ended does nothing.
     pub fn kill(&self) {
         if !self.has_exited() {

@@ -1,39 +1,7 @@
 //! Select: wait on several sources at once — a mailbox, channel receivers
 //! of every kind, join handles, a timeout — and take exactly one.
 //!
-//! ```ignore
-//! // With a port crate (`smarm_linux`, `smarm_darwin`) as `smarm`:
-//! enum Event { Msg(u32), Reply(String), Closed, Done, Idle }
-//! let ev = smarm::Select::new()
-//!     .recv(&mut mb, |r| r.map_or(Event::Closed, Event::Msg))
-//!     .recv(&mut replies, |r| r.map_or(Event::Closed, Event::Reply))
-//!     .join(&worker, || Event::Done)
-//!     .timeout(Duration::from_millis(50), || Event::Idle)
-//!     .wait();
-//! ```
-//!
-//! # Semantics
-//!
-//! - An arm is *ready* when its source has something to give now: a
-//!   message (or the oneshot's value), or its end (a mailbox or channel
-//!   closed and drained, a oneshot's sender dropped: the arm's closure gets
-//!   `Err(RecvError)`), or, for a join arm, the actor has finished (then
-//!   `JoinHandle::join` returns at once).
-//! - `wait` completes exactly one ready arm: it takes that arm's value and
-//!   returns its closure's result. Every other source is left as it was:
-//!   its messages stay queued, in order.
-//! - **Fairness.** Each round looks at the arms from a pseudo-random start
-//!   (the cycle counter, hashed), so when several are ready each is taken
-//!   about equally often over many selects; no arm starves another. The
-//!   timeout arm fires only when no other arm is ready at the deadline.
-//! - An actor parks while it waits (its worker runs others); a plain
-//!   thread blocks. A select with no arm and no timeout waits until the
-//!   actor is killed (as a receive on a mailbox that keeps its own
-//!   address).
-//! - An actor that runtime shutdown is cancelling while it unwinds does
-//!   not wait: the timeout arm fires, if there is one, else the first
-//!   receive arm gets `Err(RecvError)` (as a receive would); a select
-//!   with only join arms waits.
+//! The semantics and fairness users see are on [`Select`].
 //!
 //! # Protocol
 //!
@@ -165,10 +133,44 @@ where
     }
 }
 
-/// Waits on several sources at once and takes exactly one (see the
-/// [module docs](self) for the semantics, fairness and protocol). Build
-/// it with one call per arm, each with the closure that turns that arm's
-/// outcome into the select's result, then [`wait`](Self::wait).
+/// Waits on several sources at once and takes exactly one. Build it with
+/// one call per arm, each with the closure that turns that arm's outcome
+/// into the select's result, then [`wait`](Self::wait).
+///
+/// ```ignore
+/// // With a port crate (`smarm_linux`, `smarm_darwin`) as `smarm`:
+/// enum Event { Msg(u32), Reply(String), Closed, Done, Idle }
+/// let ev = smarm::Select::new()
+///     .recv(&mut mb, |r| r.map_or(Event::Closed, Event::Msg))
+///     .recv(&mut replies, |r| r.map_or(Event::Closed, Event::Reply))
+///     .join(&worker, || Event::Done)
+///     .timeout(Duration::from_millis(50), || Event::Idle)
+///     .wait();
+/// ```
+///
+/// # Semantics
+///
+/// - An arm is *ready* when its source has something to give now: a
+///   message (or the oneshot's value), or its end (a mailbox or channel
+///   closed and drained, a oneshot's sender dropped: the arm's closure gets
+///   `Err(RecvError)`), or, for a join arm, the actor has finished (then
+///   `JoinHandle::join` returns at once).
+/// - `wait` completes exactly one ready arm: it takes that arm's value and
+///   returns its closure's result. Every other source is left as it was:
+///   its messages stay queued, in order.
+/// - **Fairness.** Each round looks at the arms from a pseudo-random start
+///   (the cycle counter, hashed), so when several are ready each is taken
+///   about equally often over many selects; no arm starves another. The
+///   timeout arm fires only when no other arm is ready at the deadline.
+/// - An actor parks while it waits (its worker runs others); a plain
+///   thread blocks. A select with no arm and no timeout waits until the
+///   actor is killed (as a receive on a mailbox that keeps its own
+///   address).
+/// - An actor that runtime shutdown is cancelling while it unwinds does
+///   not wait: the timeout arm fires, if there is one, else the first
+///   receive arm gets `Err(RecvError)` (as a receive would); a select
+///   with only join arms waits.
+///
 pub struct Select<'a, R, P: Platform> {
     arms: Vec<Box<dyn Arm<R> + 'a>>,
     /// The timeout arm: its deadline (platform ns) and closure.

@@ -2,14 +2,7 @@
 //! that need each other's `Addr` reserve one, hand its address to the
 //! other, then spawn it; no `Hello(Addr)` handshake.
 //!
-//! A reservation is an actor's identity (its id, name, exit hooks: an
-//! `ActorRef` can monitor or link it already) and its mailbox (sends
-//! queue), without a stack or a body. [`Reserved::spawn`] gives it both;
-//! a reservation dropped unspawned ends its identity with
-//! [`ExitReason::Cancelled`] and closes its mailbox (sends fail, queued
-//! messages are dropped), as if the actor had been cancelled before it
-//! ran. A kill that reaches a reserved actor before it is spawned takes
-//! effect when it starts: it ends `Killed` without running its body.
+//! What a reservation holds and how it ends: [`Reserved`].
 
 use alloc::sync::Arc;
 use core::fmt;
@@ -23,8 +16,20 @@ use crate::sched::RtCore;
 use crate::seam::error::SpawnError;
 use crate::seam::platform::Platform;
 
-/// An actor reserved but not yet spawned: its identity and mailbox (see
-/// the [module docs](self)). Made by
+/// An actor reserved but not yet spawned: its identity and mailbox, so that
+/// two actors that need each other's `Addr` reserve one, hand its address
+/// to the other, then spawn it (no `Hello(Addr)` handshake).
+///
+/// A reservation is an actor's identity (its id, name, exit hooks: an
+/// `ActorRef` can monitor or link it already) and its mailbox (sends
+/// queue), without a stack or a body. [`Reserved::spawn`] gives it both;
+/// a reservation dropped unspawned ends its identity with
+/// [`ExitReason::Cancelled`] and closes its mailbox (sends fail, queued
+/// messages are dropped), as if the actor had been cancelled before it
+/// ran. A kill that reaches a reserved actor before it is spawned takes
+/// effect when it starts: it ends `Killed` without running its body.
+///
+/// Made by
 /// [`ActorBuilder::reserve`](crate::ActorBuilder::reserve) (inside an
 /// actor) or [`ActorBuilder::reserve_on`](crate::ActorBuilder::reserve_on)
 /// (any thread), with the builder's name, stack size and mailbox capacity.
