@@ -27,7 +27,7 @@ use core::marker::PhantomData;
 use core::time::Duration;
 
 use crate::actor::{Actor, WAIT_CHANNEL};
-use crate::msg::channel::{BoundedReceiver, OneshotReceiver, Receiver, RecvError};
+use crate::msg::channel::{BoundedReceiver, OneshotReceiver, Receiver, RecvError, TryRecvError};
 use crate::msg::mailbox::Mailbox;
 use crate::msg::wait::Waiter;
 use crate::sched;
@@ -102,6 +102,16 @@ struct MatchArm<'a, M, P: Platform, Q, F> {
     mb: &'a mut Mailbox<M, P>,
     pred: Q,
     f: Option<F>,
+}
+
+/// A `try_recv`'s outcome as an arm's poll: a value, the end, or nothing
+/// yet.
+fn polled<T>(r: Result<T, TryRecvError>) -> Option<Result<T, RecvError>> {
+    match r {
+        Ok(v) => Some(Ok(v)),
+        Err(TryRecvError::Disconnected) => Some(Err(RecvError)),
+        Err(TryRecvError::Empty) => None,
+    }
 }
 
 impl<M, P, Q, F, R> Arm<R> for MatchArm<'_, M, P, Q, F>
@@ -345,11 +355,7 @@ impl<M: Send + 'static, P: Platform> Selectable for Mailbox<M, P> {
     type Item = M;
 
     fn __poll(&mut self) -> Option<Result<M, RecvError>> {
-        match self.try_recv() {
-            Ok(m) => Some(Ok(m)),
-            Err(crate::msg::channel::TryRecvError::Disconnected) => Some(Err(RecvError)),
-            Err(crate::msg::channel::TryRecvError::Empty) => None,
-        }
+        polled(self.try_recv())
     }
 
     fn __register(&mut self, w: &WaitToken) -> bool {
@@ -371,11 +377,7 @@ macro_rules! chan_selectable {
             type Item = T;
 
             fn __poll(&mut self) -> Option<Result<T, RecvError>> {
-                match self.try_recv() {
-                    Ok(v) => Some(Ok(v)),
-                    Err(crate::msg::channel::TryRecvError::Disconnected) => Some(Err(RecvError)),
-                    Err(crate::msg::channel::TryRecvError::Empty) => None,
-                }
+                polled(self.try_recv())
             }
 
             fn __register(&mut self, w: &WaitToken) -> bool {
@@ -401,11 +403,7 @@ impl<T: Send + 'static, P: Platform> Selectable for BoundedReceiver<T, P> {
     type Item = T;
 
     fn __poll(&mut self) -> Option<Result<T, RecvError>> {
-        match self.try_recv() {
-            Ok(v) => Some(Ok(v)),
-            Err(crate::msg::channel::TryRecvError::Disconnected) => Some(Err(RecvError)),
-            Err(crate::msg::channel::TryRecvError::Empty) => None,
-        }
+        polled(self.try_recv())
     }
 
     fn __register(&mut self, w: &WaitToken) -> bool {
@@ -423,11 +421,7 @@ impl<T: Send + 'static, P: Platform> Selectable for OneshotReceiver<T, P> {
     type Item = T;
 
     fn __poll(&mut self) -> Option<Result<T, RecvError>> {
-        match self.try_recv() {
-            Ok(v) => Some(Ok(v)),
-            Err(crate::msg::channel::TryRecvError::Disconnected) => Some(Err(RecvError)),
-            Err(crate::msg::channel::TryRecvError::Empty) => None,
-        }
+        polled(self.try_recv())
     }
 
     fn __register(&mut self, w: &WaitToken) -> bool {
