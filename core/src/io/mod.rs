@@ -23,6 +23,8 @@ use crate::sched::io::{self as sio, IoDriver, Record, WaitOutcome};
 use crate::seam::platform::Platform;
 use crate::seam::poll::{PollError, READABLE, WRITABLE};
 
+mod select;
+
 /// The directions a wait is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interest(u32);

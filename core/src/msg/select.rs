@@ -1,5 +1,6 @@
 //! Select: wait on several sources at once — a mailbox, channel receivers
-//! of every kind, join handles, a timeout — and take exactly one.
+//! of every kind, join handles, descriptor readiness, a timeout — and take
+//! exactly one.
 //!
 //! The semantics and fairness users see are on [`Select`].
 //!
@@ -164,7 +165,10 @@ where
 ///   message (or the oneshot's value), or its end (a mailbox or channel
 ///   closed and drained, a oneshot's sender dropped: the arm's closure gets
 ///   `Err(RecvError)`), or, for a join arm, the actor has finished (then
-///   `JoinHandle::join` returns at once).
+///   `JoinHandle::join` returns at once), or, for a readiness arm
+///   (`Select::ready`, in the `io` layer), the descriptor had an edge
+///   since the caller's ticket (readiness is not taken: the caller's next
+///   call reads the data).
 /// - `wait` completes exactly one ready arm: it takes that arm's value and
 ///   returns its closure's result. Every other source is left as it was:
 ///   its messages stay queued, in order.
@@ -179,7 +183,7 @@ where
 /// - An actor that runtime shutdown is cancelling while it unwinds does
 ///   not wait: the timeout arm fires, if there is one, else the first
 ///   receive arm gets `Err(RecvError)` (as a receive would); a select
-///   with only join arms waits.
+///   with only join and readiness arms waits.
 ///
 pub struct Select<'a, R, P: Platform> {
     arms: Vec<Box<dyn Arm<R> + 'a>>,
@@ -244,7 +248,7 @@ impl<'a, R, P: Platform> Select<'a, R, P> {
         self
     }
 
-    /// Adds an arm from another layer (join handles).
+    /// Adds an arm from another layer (join handles, readiness).
     pub(crate) fn arm(mut self, a: Box<dyn Arm<R> + 'a>) -> Self {
         self.arms.push(a);
         self

@@ -323,7 +323,13 @@ impl<P: Platform> IoDriver<P> {
         };
         // SAFETY: records live as long as the driver (module doc).
         let r = unsafe { rec.as_ref() };
-        debug_assert!(r.state.lock().waiters.is_empty());
+        // Every wait takes its entry out before the registration can drop
+        // (a plain wait's guard, a select arm's drop): a stale entry here
+        // would be woken by the next descriptor's edges.
+        assert!(
+            r.state.lock().waiters.is_empty(),
+            "a recycled readiness record still has a waiter"
+        );
         // Relaxed: a dump hint.
         r.fd.store(fd, Ordering::Relaxed);
         if let Err(e) = self.poller.register(fd, rec.as_ptr() as usize) {
@@ -504,6 +510,46 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
     }
 }
 
+/// Whether an edge of one of `interest`'s directions came since `ticket`
+/// (a select's poll of a readiness arm).
+///
+/// # Safety
+///
+/// `rec` is a live registration's record.
+pub(crate) unsafe fn edge_since<L: RawLock>(rec: NonNull<Record<L>>, interest: u32, ticket: u32) -> bool {
+    // SAFETY: caller contract.
+    (unsafe { rec.as_ref() }.ticket() ^ ticket) & tick_mask(interest) != 0
+}
+
+/// A select's registration on `rec`: the record's check-and-join for
+/// `actor` (see the module doc). `false`: an edge of `interest` came since
+/// `ticket`, nothing joined (ready now).
+///
+/// # Safety
+///
+/// `rec` is a live registration's record, and stays live until the entry
+/// is withdrawn ([`leave`]) or taken by a delivery.
+pub(crate) unsafe fn join_actor<L: RawLock>(
+    rec: NonNull<Record<L>>,
+    actor: Arc<Actor>,
+    interest: u32,
+    ticket: u32,
+) -> bool {
+    // SAFETY: caller contract.
+    unsafe { rec.as_ref() }.join(Who::Actor(actor), interest, ticket)
+}
+
+/// Takes the actor at `id` (its `Arc`'s address) out of `rec`'s waiters if
+/// an entry of it is still there (a select's withdrawal: no wake).
+///
+/// # Safety
+///
+/// `rec` is a live registration's record.
+pub(crate) unsafe fn leave<L: RawLock>(rec: NonNull<Record<L>>, id: usize) {
+    // SAFETY: caller contract.
+    unsafe { rec.as_ref() }.withdraw(id, false);
+}
+
 /// The calling actor's runtime's IO driver (made now if needed); `None`
 /// off the runtime's actors (a plain thread, inside `blocking`).
 pub(crate) fn current_driver<P: Platform>() -> Option<Result<Arc<IoDriver<P>>, PollError>> {
@@ -531,48 +577,4 @@ pub(crate) fn is_current<P: Platform>(driver: &IoDriver<P>) -> bool {
 /// (`core/tests/loom_io.rs`).
 #[cfg(smarm_loom)]
 #[doc(hidden)]
-pub mod loom_record {
-    use alloc::sync::Arc;
-
-    use super::{Record, Who};
-    use crate::seam::platform::RawLock;
-    use crate::sync::AtomicU32;
-
-    /// A record with no descriptor behind it.
-    pub struct TestRecord<L: RawLock>(Record<L>);
-
-    impl<L: RawLock> Default for TestRecord<L> {
-        fn default() -> Self {
-            TestRecord(Record::new())
-        }
-    }
-
-    impl<L: RawLock> TestRecord<L> {
-        /// The poller's delivery of `ready`; the waiters woken.
-        pub fn deliver(&self, ready: u32) -> usize {
-            self.0.deliver(ready)
-        }
-
-        /// The tick, read before a call.
-        pub fn ticket(&self) -> u32 {
-            self.0.ticket()
-        }
-
-        /// A waiter's check-and-join with `word` (0; set to 1 and woken
-        /// with `wake` by whoever takes the entry) and the `ticket` it read
-        /// before its call: `false` if an edge came since (retry).
-        pub fn join(&self, word: &Arc<AtomicU32>, wake: fn(&AtomicU32), interest: u32, ticket: u32) -> bool {
-            self.0.join(Who::Thread(word.clone(), wake), interest, ticket)
-        }
-
-        /// The waiter's (`wake`: the timer's) withdrawal of `word`'s entry.
-        pub fn withdraw(&self, word: &Arc<AtomicU32>, wake: bool) -> bool {
-            self.0.withdraw(Arc::as_ptr(word) as usize, wake)
-        }
-
-        /// Waiters still in the record.
-        pub fn waiters(&self) -> usize {
-            self.0.state.lock().waiters.len()
-        }
-    }
-}
+pub mod loom_record;

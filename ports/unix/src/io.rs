@@ -170,8 +170,42 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
         inner
     }
 
+    /// The descriptor's registration with the calling actor's runtime
+    /// (made now if it is not yet), for a `Select::ready` arm: take its
+    /// [`ticket`](Registration::ticket) before a non-blocking call
+    /// ([`try_io`](Self::try_io)), and select on it with that ticket when
+    /// the call says `WouldBlock`.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::Unsupported`] for a caller that is no actor on a
+    /// runtime's worker (a plain thread, an actor inside `blocking`), or
+    /// where the platform has no poller or the OS refuses the descriptor
+    /// (a regular file): such a caller waits with the blocking calls.
+    pub fn registration(&self) -> io::Result<&Registration<P>> {
+        if smarm_core::current_id::<P>().is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a descriptor is registered from an actor on a runtime's worker only",
+            ));
+        }
+        self.reg().as_ref().map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("the descriptor cannot be registered with the runtime's poller: {e}"),
+            )
+        })
+    }
+
+    /// Runs `op` on the wrapped value once, without waiting: a call that
+    /// would block returns `WouldBlock` (the descriptor is non-blocking).
+    /// See [`registration`](Self::registration) for how to wait.
+    pub fn try_io<R>(&self, op: impl FnOnce(&T) -> io::Result<R>) -> io::Result<R> {
+        op(&self.inner)
+    }
+
     /// The registration (made at the first call; an actor's only).
-    fn registration(&self) -> &Result<Registration<P>, PollError> {
+    fn reg(&self) -> &Result<Registration<P>, PollError> {
         self.reg
             .get_or_init(|| match Registration::new(self.inner.as_raw_fd()) {
                 Ok(r) => Ok(r),
@@ -187,7 +221,7 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
     /// for a plain thread or where there is no poller.
     pub(crate) fn register_now(&self) -> Option<Ticket> {
         smarm_core::current_id::<P>()?;
-        self.registration().as_ref().ok().map(Registration::ticket)
+        self.reg().as_ref().ok().map(Registration::ticket)
     }
 
     /// Waits first (for `interest` after `ticket`, from
@@ -220,7 +254,7 @@ impl<P: Platform, T: AsRawFd> Async<P, T> {
     /// how. May return early: call, and wait again on `WouldBlock`.
     fn wait(&self, interest: Interest, ticket: Option<Ticket>, deadline_ns: Option<u64>) -> io::Result<()> {
         if smarm_core::current_id::<P>().is_some() {
-            let reg = self.registration();
+            let reg = self.reg();
             // No poller here (or the OS refused this descriptor: a regular
             // file is always ready), or another runtime's actor: below.
             if let Ok(reg) = reg {

@@ -100,7 +100,8 @@ mod tests;
 /// Exports a port's IO API with the platform filled in, as
 /// [`smarm_core::port_api!`] does for the rest: `net::{TcpListener,
 /// TcpStream, UdpSocket}`, `unix::net::{UnixListener, UnixStream,
-/// UnixDatagram}`, `io::{Async, Interest}`. Expanded once in each POSIX
+/// UnixDatagram}`, `io::{Async, Interest, Registration, Ticket,
+/// WaitError}`. Expanded once in each POSIX
 /// port's root.
 #[macro_export]
 macro_rules! io_api {
@@ -134,7 +135,10 @@ macro_rules! io_api {
         pub mod io {
             /// A non-blocking descriptor whose waits park the calling actor.
             pub type Async<T> = $crate::io::Async<$platform, T>;
-            pub use $crate::smarm_core_io::Interest;
+            /// A descriptor's registration with a runtime's poller (for a
+            /// `Select::ready` arm).
+            pub type Registration = $crate::smarm_core_io::Registration<$platform>;
+            pub use $crate::smarm_core_io::{Interest, Ticket, WaitError};
         }
     };
 }

@@ -49,7 +49,22 @@ macro_rules! timeout_methods {
 /// `Debug` (std's socket's), `AsRawFd` and `AsFd` for socket types whose
 /// `io` field is an [`Async`](crate::io::Async) around std's socket.
 macro_rules! socket_traits {
-    ($($t:ident),*) => {$(
+    ($($t:ident => $inner:ty),*) => {$(
+        impl<P: smarm_core::Platform> $t<P> {
+            /// The socket's registration with the calling actor's runtime,
+            /// for a `Select::ready` arm (see
+            /// [`Async::registration`](crate::io::Async::registration)).
+            pub fn registration(&self) -> std::io::Result<&smarm_core::io::Registration<P>> {
+                self.io.registration()
+            }
+
+            /// Runs `op` on std's socket once, without waiting: a call that
+            /// would block returns `WouldBlock` (see
+            /// [`Async::try_io`](crate::io::Async::try_io)).
+            pub fn try_io<R>(&self, op: impl FnOnce(&$inner) -> std::io::Result<R>) -> std::io::Result<R> {
+                self.io.try_io(op)
+            }
+        }
         impl<P: smarm_core::Platform> std::fmt::Debug for $t<P> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 self.io.get_ref().fmt(f)

@@ -296,4 +296,4 @@ impl<P: Platform> From<net::TcpStream> for TcpStream<P> {
     }
 }
 
-socket_traits!(TcpListener, TcpStream);
+socket_traits!(TcpListener => net::TcpListener, TcpStream => net::TcpStream);

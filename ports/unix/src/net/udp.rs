@@ -133,4 +133,4 @@ impl<P: Platform> From<net::UdpSocket> for UdpSocket<P> {
     }
 }
 
-socket_traits!(UdpSocket);
+socket_traits!(UdpSocket => net::UdpSocket);

@@ -308,4 +308,8 @@ impl<P: Platform> From<unet::UnixDatagram> for UnixDatagram<P> {
     }
 }
 
-socket_traits!(UnixListener, UnixStream, UnixDatagram);
+socket_traits!(
+    UnixListener => unet::UnixListener,
+    UnixStream => unet::UnixStream,
+    UnixDatagram => unet::UnixDatagram
+);
