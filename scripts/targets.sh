@@ -11,7 +11,7 @@
 # The checks (see targets.toml and docs/platforms.md):
 #   native-test    cargo test --workspace
 #   emulated-test  cargo check -p smarm-benches --all-targets; cargo test
-#                  --workspace (benches excluded), then the integration
+#                  --workspace --lib (unit tests), then the integration
 #                  tests in release, under qemu-user with RUST_TEST_THREADS=1
 #                  (runner and linker: .cargo/config.toml)
 #   build          cargo build -p PORT; cargo-zigbuild check -p smarm-benches
@@ -127,12 +127,16 @@ check_emulated_test() {
     # The benches only type-check here (tokio and criterion under qemu would
     # take minutes to run for nothing); the test run builds everything else.
     step cargo check -p smarm-benches --all-targets --target "$triple" || return 1
+    # Debug: every crate's unit tests (the switch shim, the core's data
+    # structures, the port's locks and waits).
     # shellcheck disable=SC2046
     step env RUST_TEST_THREADS=1 cargo test --workspace $(other_ports "$port") \
-        --exclude smarm-benches --target "$triple" || return 1
-    # The integration tests again in release: actor migration across workers
+        --exclude smarm-benches --exclude smarm-tests --lib --target "$triple" || return 1
+    # The integration tests in release only: actor migration across workers
     # with the optimiser free to cache thread-local addresses (on aarch64 the
-    # thread pointer is a register read LLVM may hoist across a switch).
+    # thread pointer is a register read LLVM may hoist across a switch). The
+    # suite in debug as well, under qemu, cost CI minutes for a run that
+    # repeats this one and the host's debug run.
     step env RUST_TEST_THREADS=1 cargo test --release -p smarm-tests --target "$triple"
 }
 
