@@ -92,7 +92,7 @@ impl<P: Platform> RtCore<P> {
                 // A fresh slice, stamped by the first safe point (module doc).
                 (*ctx).slice_end = 0;
             }
-            let w = &self.workers[(*ctx).index];
+            let w = &*(*ctx).worker;
             // Relaxed: samples for dumps and the monitor, which tolerate
             // staleness.
             w.samples.running.store(a.id, Ordering::Relaxed);
@@ -116,10 +116,9 @@ impl<P: Platform> RtCore<P> {
         // SAFETY: contract.
         unsafe {
             (*ctx).current = ptr::null();
-            let index = (*ctx).index;
-            let w = &self.workers[index];
+            let w = &*(*ctx).worker;
             if self.hold_ns != 0 {
-                self.end_hold(w, index, a.id, (*ctx).resumes);
+                self.end_hold(w, (*ctx).index, a.id, (*ctx).resumes);
             } else {
                 // Relaxed: as in `enter`.
                 w.samples.running.store(0, Ordering::Relaxed);
@@ -188,8 +187,7 @@ pub(crate) unsafe fn park_handoff<P: Platform>(me: *const Actor) -> Option<*mut 
                 return None;
             }
         }
-        let core = &*(*c).core;
-        let w = &core.workers[(*c).index];
+        let w = &*(*c).worker;
         if w.run_next.peek().is_null() {
             return None;
         }
@@ -208,6 +206,7 @@ pub(crate) unsafe fn park_handoff<P: Platform>(me: *const Actor) -> Option<*mut 
         (*c).timer_turns -= 1;
         (*c).streak += 1;
         w.counters.run_next(1);
+        let core = &*(*c).core;
         core.leave(c, &*me);
         core.enter(c, &*b, true);
         (*c).handed = mem::replace(&mut (*c).running, b);
@@ -244,13 +243,14 @@ pub(crate) unsafe fn after_resume<P: Platform>(me: *const Actor, back: *mut u8) 
     }
 }
 
-/// `H5`.
+/// `H5`. Inlined, not cold: in a ping-pong every resume but the first
+/// comes through here.
 ///
 /// # Safety
 ///
 /// As [`after_resume`], `me` resumed by a direct handoff whose actor's sp
 /// is `back`.
-#[cold]
+#[inline]
 unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
     let c = ctx::<P>();
     // SAFETY: a handoff happens only on a worker, and the actor switched
@@ -265,7 +265,7 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
                 if !park_switched(&a) {
                     // Woken before its park: runnable at once, next here.
                     a.state.store(RUNNABLE, Ordering::Relaxed);
-                    let w = &(*(*c).core).workers[(*c).index];
+                    let w = &*(*c).worker;
                     let old = w.run_next.put(Arc::into_raw(a).cast_mut());
                     if !old.is_null() {
                         // Not expected (module doc: only this thread fills

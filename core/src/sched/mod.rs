@@ -378,6 +378,9 @@ pub(crate) struct Shared<P: Platform, Q: RunQueue<P>> {
 pub(crate) struct WorkerCtx<P: Platform> {
     pub(crate) core: *const RtCore<P>,
     pub(crate) index: usize,
+    /// `&core.workers[index]`, kept so the hot paths (a turn's
+    /// bookkeeping, a direct handoff) skip the index and its bounds check.
+    pub(crate) worker: *const WorkerShared,
     pub(crate) current: *const Actor,
     /// The worker's reference to the actor it is running (`Arc::into_raw`),
     /// while one runs: the actor it switched into, or the one a direct

@@ -459,6 +459,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
     let mut ctx = WorkerCtx::<P> {
         core: &shared.core,
         index,
+        worker: &shared.core.workers[index],
         current: ptr::null(),
         running: ptr::null(),
         handed: ptr::null(),
