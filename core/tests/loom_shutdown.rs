@@ -300,7 +300,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 93454f52392e
+    // mirror: core/src/sched/worker.rs run_worker 51ce537ad5e3
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {
