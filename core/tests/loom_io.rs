@@ -288,6 +288,44 @@ fn a_kill_racing_readiness_leaves_no_entry() {
 }
 
 #[test]
+fn a_select_with_two_arms_on_one_record_leaves_no_entry() {
+    // A select with a read arm and a write arm on one registration
+    // (`Select::ready` twice) joins the record twice under one identity
+    // (its actor); the poller's read edge races the joins, the wait and
+    // the two withdrawals. Every entry is removed exactly once (by the
+    // delivery, which wakes, or by a withdrawal), the selector is woken if
+    // it waited, and the record is left empty.
+    loom::model(|| {
+        let rec = Arc::new(Rec::default());
+        // Taken before the poller's edge (the failed calls came first).
+        let ticket = rec.ticket();
+        let poller = {
+            let rec = rec.clone();
+            thread::spawn(move || rec.deliver(READ))
+        };
+        let word = std::sync::Arc::new(smarm_core::sync::AtomicU32::new(0));
+        let mut joined = 0;
+        for interest in [READ, WRITE] {
+            if !rec.join(&word, count_wake, interest, ticket) {
+                break; // ready: the round starts over without waiting
+            }
+            joined += 1;
+        }
+        if joined == 2 {
+            // Only the read entry can be taken: wait for that wake.
+            while word.load(Ordering::Acquire) == 0 {
+                LoomP::wait(&word, 0, None);
+            }
+        }
+        let left = (0..joined).filter(|_| rec.withdraw(&word, false)).count();
+        let woken = poller.join().unwrap();
+        assert_eq!(left + woken, joined, "an entry removed twice, or never");
+        assert_eq!(rec.waiters(), 0, "the select left an entry behind");
+        assert_eq!(word.load(Ordering::SeqCst) == 1, woken == 1);
+    });
+}
+
+#[test]
 fn two_readers_are_both_woken_by_one_edge() {
     loom::model(|| {
         let rec = Arc::new(Rec::default());
