@@ -6,7 +6,8 @@
 //! record's check-and-join (under the record's lock: an edge after the
 //! ticket either moved the tick before the check, and the arm is ready
 //! now, or finds the entry and wakes the actor); its withdrawal takes the
-//! entry out if no delivery took it. Each entry is removed by exactly one
+//! entry out if no delivery took it (the select withdraws also when a
+//! kill unwinds its park). Each entry is removed by exactly one
 //! of the poller and the select, as for a plain wait, and a wake that
 //! lands after the select withdrew is a spurious wake of a later park,
 //! which every park tolerates. Readiness is never *taken*: an arm that
@@ -36,23 +37,13 @@ struct ReadyArm<'a, P: Platform, F> {
     f: Option<F>,
 }
 
-impl<P: Platform, F> ReadyArm<'_, P, F> {
-    fn leave(&mut self) {
-        if let Some(id) = self.joined.take() {
-            // SAFETY: the arm borrows the registration, which keeps the
-            // record (and its driver) alive.
-            unsafe { sio::leave(self.reg.rec, id) };
-        }
-    }
-}
-
 impl<P: Platform, F: FnOnce(Result<(), WaitError>) -> R, R> Arm<R> for ReadyArm<'_, P, F> {
     fn poll(&mut self) -> Option<R> {
-        // SAFETY: as in `leave`.
-        let edge = || unsafe { sio::edge_since(self.reg.rec, self.interest.0, self.ticket.0) };
         let out = if !self.here {
             Err(WaitError::NotHere)
-        } else if edge() {
+        // SAFETY: the arm borrows the registration, which keeps the record
+        // (and its driver) alive; so for every call below.
+        } else if unsafe { sio::edge_since(self.reg.rec, self.interest.0, self.ticket.0) } {
             Ok(())
         } else {
             return None;
@@ -68,8 +59,8 @@ impl<P: Platform, F: FnOnce(Result<(), WaitError>) -> R, R> Arm<R> for ReadyArm<
             return false;
         };
         debug_assert!(self.joined.is_none());
-        // SAFETY: as in `leave`; the entry is withdrawn by `withdraw` or,
-        // if the park unwinds, by the arm's drop, before the borrow ends.
+        // SAFETY: as in `poll`; the select withdraws the entry (also when
+        // its park unwinds) before the borrow ends.
         let joined = unsafe { sio::join_actor(self.reg.rec, a.clone(), self.interest.0, self.ticket.0) };
         if joined {
             self.joined = Some(Arc::as_ptr(a) as usize);
@@ -78,20 +69,14 @@ impl<P: Platform, F: FnOnce(Result<(), WaitError>) -> R, R> Arm<R> for ReadyArm<
     }
 
     fn withdraw(&mut self) {
-        self.leave();
+        if let Some(id) = self.joined.take() {
+            // SAFETY: as in `poll`.
+            unsafe { sio::leave(self.reg.rec, id) };
+        }
     }
 
     fn closed(&mut self) -> Option<R> {
         None
-    }
-}
-
-impl<P: Platform, F> Drop for ReadyArm<'_, P, F> {
-    /// A kill or a cancellation unwinds the select out of its park: the
-    /// entry leaves the record with it (a record goes back to the free
-    /// list with no waiter; no delivery wakes an actor that is gone).
-    fn drop(&mut self) {
-        self.leave();
     }
 }
 

@@ -303,8 +303,20 @@ impl<'a, R, P: Platform> Select<'a, R, P> {
         }
     }
 
-    /// Registers with every arm, waits, withdraws (one round's wait).
+    /// Registers with every arm, waits, withdraws (one round's wait). The
+    /// withdrawal is a guard's drop, so a kill or a cancellation that
+    /// unwinds the park takes every registration back too (none is left
+    /// in a source the actor no longer waits on).
     fn wait_once(&mut self, deadline: Option<u64>) {
+        /// Withdraws the registered arms when dropped.
+        struct Registered<'s, 'a, R>(&'s mut [Box<dyn Arm<R> + 'a>]);
+        impl<R> Drop for Registered<'_, '_, R> {
+            fn drop(&mut self) {
+                for a in self.0.iter_mut() {
+                    a.withdraw();
+                }
+            }
+        }
         let w = Waiter::current::<P>();
         let mut registered = 0;
         let mut ready = false;
@@ -315,6 +327,7 @@ impl<'a, R, P: Platform> Select<'a, R, P> {
             }
             registered += 1;
         }
+        let _registered = Registered(&mut self.arms[..registered]);
         if !ready {
             match (&w, deadline) {
                 (Waiter::Thread(_), d) => w.wait::<P>(d),
@@ -328,9 +341,6 @@ impl<'a, R, P: Platform> Select<'a, R, P> {
                     sched::park_until::<P>(WAIT_CHANNEL, d, poke);
                 }
             }
-        }
-        for a in self.arms[..registered].iter_mut() {
-            a.withdraw();
         }
     }
 

@@ -154,6 +154,12 @@ fn tick_mask(interest: u32) -> u32 {
     m
 }
 
+/// Whether `tick` counts an edge of one of `interest`'s directions that
+/// `ticket` (an earlier tick) does not.
+fn moved(tick: u32, interest: u32, ticket: u32) -> bool {
+    (tick ^ ticket) & tick_mask(interest) != 0
+}
+
 /// `tick` with one more edge counted in each direction of `ready`.
 fn tick_add(tick: u32, ready: u32) -> u32 {
     let mut lo = tick & 0xffff;
@@ -212,7 +218,7 @@ impl<L: RawLock> Record<L> {
     fn join(&self, who: Who, interest: u32, ticket: u32) -> bool {
         let mut st = self.state.lock();
         // Relaxed: written only under the lock we hold.
-        if (self.tick.load(Ordering::Relaxed) ^ ticket) & tick_mask(interest) != 0 {
+        if moved(self.tick.load(Ordering::Relaxed), interest, ticket) {
             return false;
         }
         st.waiters.push(IoWaiter { who, interest });
@@ -518,7 +524,7 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
 /// `rec` is a live registration's record.
 pub(crate) unsafe fn edge_since<L: RawLock>(rec: NonNull<Record<L>>, interest: u32, ticket: u32) -> bool {
     // SAFETY: caller contract.
-    (unsafe { rec.as_ref() }.ticket() ^ ticket) & tick_mask(interest) != 0
+    moved(unsafe { rec.as_ref() }.ticket(), interest, ticket)
 }
 
 /// A select's registration on `rec`: the record's check-and-join for
