@@ -178,9 +178,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Deterministic testing: lets the platform's seeded policy choose the
     /// next actor. The worker's run-next actor joins the queue's tail, then
     /// the queue rotates by `P::pick(len)` (the skipped actors re-queue in
-    /// order), so the usual pop below takes the chosen one. O(queue) per
-    /// turn; only a seeded port (one worker thread running at a time, so
-    /// the rotation is not raced) compiles it in.
+    /// order), so the usual pop below takes the chosen one. O(pick) queue
+    /// operations per turn (a port keeps its picks shallow: each operation
+    /// may be one of its scheduling points); only a seeded port (one worker
+    /// thread running at a time, so the rotation is not raced) compiles it
+    /// in.
     #[cold]
     pub(crate) fn seeded_pick(&self, me: &WorkerShared) {
         if let Some(a) = Self::take_slot(&me.run_next) {

@@ -252,6 +252,8 @@ pub unsafe trait Platform: Futex + Sized + Send + Sync + 'static {
     /// Deterministic testing: which of `n` (>= 1) runnable actors a worker
     /// runs next, as an index into its run queue's FIFO order. Called by
     /// core only when [`SEEDED_SCHEDULE`](Platform::SEEDED_SCHEDULE) is set.
+    /// Core rotates the queue by the index (a pop and a push per skipped
+    /// actor), so a port keeps its picks near the head.
     fn pick(n: usize) -> usize {
         let _ = n;
         0
