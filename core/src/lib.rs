@@ -51,7 +51,7 @@ pub use supervise::supervisor;
 pub use actor::life;
 #[cfg(any(feature = "internals", smarm_loom))]
 #[doc(hidden)]
-pub use lockfree::{mpsc_queue, node_cache, ring, slot};
+pub use lockfree::{mpsc_queue, node_cache, node_depot, ring, slot};
 #[cfg(any(feature = "internals", smarm_loom))]
 #[doc(hidden)]
 pub use msg::mailbox;

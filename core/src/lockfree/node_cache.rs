@@ -40,6 +40,18 @@
 //! A cache has one owner (`&mut self` everywhere; `!Sync`): each worker owns
 //! one. It is `Send`, and a block freed into one worker's cache may have been
 //! allocated by another's: blocks are plain global-allocator memory.
+//!
+//! # Magazines
+//!
+//! Messages that flow one way (a producer on one worker, its consumer on
+//! another) allocate on one cache and free into the other: the first runs
+//! dry and asks the global allocator for every block, the second fills up
+//! and frees every block to it. [`NodeCache::free_spilling`] hands a full
+//! class list out whole, as a [`Magazine`] (O(1): the list is already
+//! linked), and [`NodeCache::load`] installs one as an empty class's list;
+//! a shared depot between the two ([`NodeDepot`](super::node_depot::NodeDepot))
+//! moves the blocks back to where they are allocated, a lock round per
+//! [`NodeCache::CLASS_CAP`] blocks.
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error};
 use core::alloc::Layout;
@@ -56,7 +68,7 @@ const STEP: usize = 16;
 const MAX_CACHED: usize = 512;
 
 /// The number of size classes: 16, 32, ..., 512 bytes.
-const CLASSES: usize = MAX_CACHED / STEP;
+pub const CLASSES: usize = MAX_CACHED / STEP;
 
 /// One class's free list: the most recently freed block and the count.
 #[derive(Clone, Copy)]
@@ -115,9 +127,10 @@ impl NodeCache {
         }
     }
 
-    /// The class of `layout`, `None` when it bypasses the cache.
+    /// The class of `layout` (below [`CLASSES`]), `None` when it bypasses
+    /// the cache.
     #[inline]
-    const fn class(layout: Layout) -> Option<usize> {
+    pub const fn class(layout: Layout) -> Option<usize> {
         let block = Self::block_layout(layout);
         if block.align() == STEP && block.size() <= MAX_CACHED {
             Some(block.size() / STEP - 1)
@@ -130,19 +143,27 @@ impl NodeCache {
     /// the global allocator (with the block layout). Never null.
     #[inline]
     pub fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
-        if let Some(c) = Self::class(layout) {
-            let list = &mut self.lists[c];
-            if let Some(block) = NonNull::new(list.head) {
-                // SAFETY: `block` is a cached block of this class: at least 16
-                // bytes, 16-aligned, owned by the cache, and its first word
-                // was written by `free` (step 3).
-                list.head = unsafe { block.cast::<*mut u8>().as_ptr().read() };
-                list.len -= 1;
-                self.cached -= 1;
-                return block;
-            }
+        match self.alloc_cached(layout) {
+            Some(block) => block,
+            None => Self::alloc_global(layout),
         }
-        Self::alloc_global(layout)
+    }
+
+    /// A cached block for `layout`, `None` when its class's list is empty
+    /// (or the layout is not cached).
+    #[inline]
+    pub fn alloc_cached(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        let c = Self::class(layout)?;
+        let list = &mut self.lists[c];
+        let block = NonNull::new(list.head)?;
+        // SAFETY: `block` is a cached block of this class: at least 16
+        // bytes, 16-aligned, owned by the cache, and its first word was
+        // written by `free` or by the cache that filled the magazine it
+        // came in (step 3).
+        list.head = unsafe { block.cast::<*mut u8>().as_ptr().read() };
+        list.len -= 1;
+        self.cached -= 1;
+        Some(block)
     }
 
     /// Gives a block back: cached if its class has room, else freed to the
@@ -171,6 +192,50 @@ impl NodeCache {
         }
         // SAFETY: forwarded contract.
         unsafe { Self::free_global(ptr, layout) }
+    }
+
+    /// Like [`free`](Self::free), except that a full class list is not a
+    /// reason to free the block: the whole list leaves the cache as a
+    /// [`Magazine`] (returned) and the block starts a new one. `None`: the
+    /// block was cached, or freed (an uncached layout).
+    ///
+    /// # Safety
+    ///
+    /// As for [`free`](Self::free).
+    #[inline]
+    pub unsafe fn free_spilling(&mut self, ptr: NonNull<u8>, layout: Layout) -> Option<Magazine> {
+        let full = match Self::class(layout) {
+            Some(c) if self.lists[c].len >= Self::CLASS_CAP => {
+                let list = core::mem::replace(&mut self.lists[c], FreeList::EMPTY);
+                self.cached -= list.len;
+                // A full list is never empty (CLASS_CAP > 0).
+                NonNull::new(list.head).map(|head| Magazine {
+                    head,
+                    len: list.len,
+                    class: c,
+                })
+            }
+            _ => None,
+        };
+        // SAFETY: forwarded contract; the class's list has room now.
+        unsafe { self.free(ptr, layout) };
+        full
+    }
+
+    /// Installs `m` as its class's list if that list is empty (its blocks
+    /// are the cache's now); otherwise hands it back.
+    pub fn load(&mut self, m: Magazine) -> Option<Magazine> {
+        let list = &mut self.lists[m.class];
+        if !list.head.is_null() {
+            return Some(m);
+        }
+        let m = core::mem::ManuallyDrop::new(m);
+        *list = FreeList {
+            head: m.head.as_ptr(),
+            len: m.len,
+        };
+        self.cached += m.len;
+        None
     }
 
     /// A block for `layout` straight from the global allocator (with the
@@ -236,6 +301,68 @@ impl Drop for NodeCache {
 impl fmt::Debug for NodeCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NodeCache").field("cached", &self.cached).finish()
+    }
+}
+
+/// A class's free list taken out of a cache whole (see the module docs,
+/// *Magazines*): its blocks, linked through their first words, belong to
+/// it. Dropping it frees them to the global allocator.
+pub struct Magazine {
+    /// The first block; its first word holds the next (null after the last).
+    head: NonNull<u8>,
+    /// Blocks in the list (at least 1).
+    len: usize,
+    /// Their class.
+    class: usize,
+}
+
+// SAFETY: a magazine owns its blocks exclusively, and they are plain
+// global-allocator memory, tied to no thread.
+unsafe impl Send for Magazine {}
+
+impl Magazine {
+    /// How many blocks it holds (at least 1).
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never: a magazine holds at least one block.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The class of its blocks (see [`NodeCache::class`]).
+    pub fn class(&self) -> usize {
+        self.class
+    }
+}
+
+impl Drop for Magazine {
+    fn drop(&mut self) {
+        let block = class_layout(self.class);
+        let mut p = self.head.as_ptr();
+        while !p.is_null() {
+            // SAFETY: each block of the list is ours (the magazine owns
+            // them), was allocated with its class's block layout, and has
+            // the next block's address in its first word (step 3); it is
+            // read before the block is freed.
+            unsafe {
+                let next = p.cast::<*mut u8>().read();
+                dealloc(p, block);
+                p = next;
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Magazine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Magazine")
+            .field("class", &self.class)
+            .field("len", &self.len)
+            .finish()
     }
 }
 

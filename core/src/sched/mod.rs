@@ -102,6 +102,8 @@ pub mod idle;
 pub mod io;
 pub mod local;
 mod monitor;
+mod nodes;
+pub(crate) use nodes::{node_alloc, node_free};
 pub(crate) mod names;
 pub mod overflow;
 pub mod queue;
@@ -138,8 +140,8 @@ use crate::actor::{
     schedule, Actor, Cancelled, Request, Schedule, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE,
     RUNNABLE, RUNNING,
 };
-use crate::lockfree::mpsc_queue::Node;
 use crate::lockfree::node_cache::NodeCache;
+use crate::lockfree::node_depot::NodeDepot;
 use crate::lockfree::slot::Slot;
 use crate::sched::counters::Counters;
 use crate::sched::idle::Idle;
@@ -167,36 +169,6 @@ pub(crate) const RUN_NEXT_CAP: u32 = 3;
 /// actor just woken by a running actor stays on its waker's worker (and
 /// cache) when that worker is about to run it anyway (Go waits ~3 µs).
 const STEAL_GRACE_SPINS: u32 = 2000;
-
-/// A message node for a `T`: from the calling worker's cache, or the global
-/// allocator on a plain thread.
-#[inline]
-pub(crate) fn node_alloc<T, P: Platform>() -> NonNull<Node<T>> {
-    let c = ctx::<P>();
-    if c.is_null() {
-        return Node::<T>::alloc_global();
-    }
-    // SAFETY: a non-null context is this thread's live worker context; no
-    // other reference to its cache is live (we hold none across switches).
-    unsafe { (*c).nodes.alloc(Node::<T>::layout()).cast() }
-}
-
-/// Returns a spent node to the calling worker's cache (or the global
-/// allocator on a plain thread).
-#[inline]
-pub(crate) fn node_free<T, P: Platform>(node: NonNull<Node<T>>) {
-    let c = ctx::<P>();
-    // SAFETY: nodes come from `node_alloc` (some worker's cache or the
-    // global allocator, interchangeable by `NodeCache`'s contract) and the
-    // caller owns `node`; the context is as in `node_alloc`.
-    unsafe {
-        if c.is_null() {
-            Node::<T>::free_global(node);
-        } else {
-            (*c).nodes.free(node.cast(), Node::<T>::layout());
-        }
-    }
-}
 
 /// The shared part of one worker.
 #[repr(align(128))]
@@ -251,6 +223,8 @@ pub(crate) struct RtCore<P: Platform> {
     /// Counters of plain OS threads (outside the workers).
     pub(crate) outside: Counters,
     pub(crate) pool: StackPool<P>,
+    /// Message nodes' full class lists, passed between the workers' caches.
+    pub(crate) nodes: NodeDepot<P::Lock>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) finished: AtomicBool,
     pub(crate) live: AtomicUsize,
@@ -463,6 +437,9 @@ impl<P: Platform> RtCore<P> {
             // actors per run). Idle pooled stacks cost address space and the
             // pages they once touched (a few KiB each), not their full size.
             pool: StackPool::new(stack_size, SHARED_STACKS_MIN.max(256 * workers)),
+            // A magazine per worker and class beyond what the caches hold:
+            // a worker's cache spills one only when it is full.
+            nodes: NodeDepot::new(workers.max(2)),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             live: AtomicUsize::new(0),

@@ -2,6 +2,7 @@
 //! proves that every block goes back to the global allocator.
 
 use core::alloc::Layout;
+use core::ptr::NonNull;
 use std::vec::Vec;
 
 use super::{NodeCache, CLASSES};
@@ -186,4 +187,84 @@ fn drop_frees_everything() {
     }
     assert!(c.cached() > 0);
     drop(c);
+}
+
+/// Fills class `l`'s list of `c` to the cap with fresh blocks; returns them.
+fn fill(c: &mut NodeCache, l: Layout) -> Vec<usize> {
+    let blocks: Vec<_> = (0..NodeCache::CLASS_CAP)
+        .map(|_| NodeCache::alloc_global(l))
+        .collect();
+    for &b in &blocks {
+        // SAFETY: a fresh block of `l`, given up here.
+        let spilled = unsafe { c.free_spilling(b, l) };
+        assert!(spilled.is_none(), "spilled before the cap");
+    }
+    blocks.iter().map(|b| b.as_ptr() as usize).collect()
+}
+
+#[test]
+fn a_full_list_spills_whole_and_loads_into_a_dry_cache() {
+    let l = layout(40, 8);
+    let mut a = NodeCache::new();
+    let mut freed = fill(&mut a, l);
+    assert_eq!(a.cached(), NodeCache::CLASS_CAP);
+    // One more: the full list leaves as a magazine, the block stays.
+    let extra = NodeCache::alloc_global(l);
+    // SAFETY: as in `fill`.
+    let m = unsafe { a.free_spilling(extra, l) }.expect("a full list spills");
+    assert_eq!(
+        (m.len(), m.class()),
+        (NodeCache::CLASS_CAP, NodeCache::class(l).unwrap())
+    );
+    assert_eq!(a.cached(), 1);
+    assert_eq!(a.alloc_cached(l), Some(extra));
+    assert_eq!(a.alloc_cached(l), None, "the spilled blocks stayed in `a`");
+
+    let mut b = NodeCache::new();
+    assert!(b.load(m).is_none(), "a dry cache takes the magazine");
+    assert_eq!(b.cached(), NodeCache::CLASS_CAP);
+    // Every block comes out once, the last freed first.
+    let mut got: Vec<usize> = core::iter::from_fn(|| b.alloc_cached(l))
+        .map(|p| p.as_ptr() as usize)
+        .collect();
+    assert_eq!(got.first(), freed.last());
+    assert_eq!(b.cached(), 0);
+    got.sort_unstable();
+    freed.sort_unstable();
+    assert_eq!(got, freed);
+    for p in got.into_iter().chain([extra.as_ptr() as usize]) {
+        // SAFETY: each block came out of a cache once and is given up.
+        unsafe { NodeCache::free_global(NonNull::new(p as *mut u8).unwrap(), l) };
+    }
+}
+
+#[test]
+fn a_cache_with_blocks_hands_a_magazine_back() {
+    let l = layout(64, 16);
+    let mut a = NodeCache::new();
+    fill(&mut a, l);
+    // SAFETY: as in `fill`.
+    let m = unsafe { a.free_spilling(NodeCache::alloc_global(l), l) }.unwrap();
+    // `a` holds one block of the class again: the magazine comes back
+    // whole, and dropping it frees its blocks (Miri's leak check).
+    let m = a.load(m).expect("a non-empty list keeps its blocks");
+    assert_eq!(m.len(), NodeCache::CLASS_CAP);
+    assert_eq!(a.cached(), 1);
+    drop(m);
+    // Another class's list is empty: that does not make room.
+    let other = layout(16, 16);
+    assert_ne!(NodeCache::class(other), NodeCache::class(l));
+    assert_eq!(a.alloc_cached(other), None);
+}
+
+#[test]
+fn an_uncached_layout_never_spills() {
+    let big = layout(4000, 8);
+    let mut c = NodeCache::new();
+    for _ in 0..3 {
+        // SAFETY: a fresh block of `big`, given up (freed: not cached).
+        assert!(unsafe { c.free_spilling(NodeCache::alloc_global(big), big) }.is_none());
+    }
+    assert_eq!(c.cached(), 0);
+    assert_eq!(c.alloc_cached(big), None);
 }

@@ -1,0 +1,99 @@
+//! The runtime-wide level behind the per-worker [`NodeCache`]s: full class
+//! lists ([`Magazine`]s) that one worker's cache spilled, waiting for a
+//! worker whose cache ran dry (see [`node_cache`](super::node_cache),
+//! *Magazines*).
+//!
+//! A one-way flow of messages (a producer on one worker, its consumer on
+//! another) otherwise costs a global `malloc` on the producer's side and a
+//! `free` on the consumer's for every message once the caches have settled
+//! (one empty, one full). With the depot the consumer's cache hands its
+//! full list over, [`NodeCache::CLASS_CAP`] blocks in one lock round, and
+//! the producer's takes it: the blocks go round instead.
+//!
+//! Bounded: it keeps at most `cap` magazines per class; a magazine beyond
+//! that is freed to the global allocator (after the lock is released), so
+//! a burst that filled every cache gives its memory back.
+//!
+//! [`NodeCache`]: super::node_cache::NodeCache
+//! [`NodeCache::CLASS_CAP`]: super::node_cache::NodeCache::CLASS_CAP
+
+use alloc::vec::Vec;
+
+use super::node_cache::{Magazine, CLASSES};
+use crate::seam::lock::Mutex;
+use crate::seam::platform::RawLock;
+use crate::sync::{AtomicUsize, Ordering};
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests;
+
+/// Spilled magazines by class, shared by a runtime's workers.
+pub struct NodeDepot<L: RawLock> {
+    classes: Mutex<L, [Vec<Magazine>; CLASSES]>,
+    /// Magazines held over all classes, readable without the lock.
+    held: AtomicUsize,
+    /// The most magazines kept per class.
+    cap: usize,
+}
+
+impl<L: RawLock> NodeDepot<L> {
+    /// An empty depot keeping up to `cap` magazines per class.
+    pub fn new(cap: usize) -> Self {
+        NodeDepot {
+            classes: Mutex::new(core::array::from_fn(|_| Vec::new())),
+            held: AtomicUsize::new(0),
+            cap,
+        }
+    }
+
+    /// Keeps `m` for a later [`take`](Self::take), or frees its blocks when
+    /// its class already has `cap` magazines.
+    #[cold]
+    pub fn put(&self, m: Magazine) {
+        let spare = {
+            let mut classes = self.classes.lock();
+            let list = &mut classes[m.class()];
+            if list.len() < self.cap {
+                list.push(m);
+                // Relaxed: written under the lock; `take` reads it only as
+                // a hint and takes the lock before trusting it.
+                self.held.fetch_add(1, Ordering::Relaxed);
+                None
+            } else {
+                Some(m)
+            }
+        };
+        // Freed outside the lock: a walk over CLASS_CAP blocks.
+        drop(spare);
+    }
+
+    /// A magazine of class `class`, if one is kept.
+    #[cold]
+    pub fn take(&self, class: usize) -> Option<Magazine> {
+        // Relaxed: a hint (see `put`). A put racing this check is missed
+        // once; the caller allocates from the global allocator instead,
+        // and the next dry cache finds the magazine.
+        if self.held.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let m = self.classes.lock()[class].pop()?;
+        // Relaxed: as in `put`.
+        self.held.fetch_sub(1, Ordering::Relaxed);
+        Some(m)
+    }
+
+    /// Magazines held over all classes (a hint outside the lock).
+    pub fn held(&self) -> usize {
+        // Relaxed: a statistic (see `put`).
+        self.held.load(Ordering::Relaxed)
+    }
+}
+
+impl<L: RawLock> core::fmt::Debug for NodeDepot<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NodeDepot")
+            .field("held", &self.held())
+            .field("cap", &self.cap)
+            .finish()
+    }
+}
