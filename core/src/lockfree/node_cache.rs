@@ -18,7 +18,7 @@
 //! interchangeable between caches and with the global allocator:
 //!
 //! > A block for layout `L` is memory from `alloc::alloc::alloc(block_layout(L))`.
-//! > It may be freed by [`NodeCache::free`] on *any* cache or by
+//! > It may be freed by [`NodeCache::free_spilling`] on *any* cache or by
 //! > [`NodeCache::free_global`], given `L` or any layout with the same block
 //! > layout; never by `dealloc` with `L` itself (unless `L` is already a block
 //! > layout, as [`Node::layout`](crate::lockfree::mpsc_queue::Node::layout) is).
@@ -29,9 +29,11 @@
 //!    the global allocator when the list is empty (or the layout is not
 //!    cached). It never returns null: out of memory calls
 //!    [`handle_alloc_error`].
-//! 2. [`NodeCache::free`] pushes the block on its class's list, unless the
-//!    list already holds [`NodeCache::CLASS_CAP`] blocks; then (and for
-//!    uncached layouts) the block goes back to the global allocator.
+//! 2. [`NodeCache::free_spilling`] pushes the block on its class's list;
+//!    a list that already holds [`NodeCache::CLASS_CAP`] blocks leaves
+//!    whole first (see *Magazines*), and a block of an uncached layout
+//!    goes back to the global allocator. (`NodeCache::free`, for tests,
+//!    frees the block to the allocator instead of spilling.)
 //! 3. A free list is intrusive: a cached block's first word holds the next
 //!    cached block (blocks are at least 16 bytes, 16-aligned). LIFO, so the
 //!    block reused first is the one freed last, likely still in cache.
@@ -158,8 +160,8 @@ impl NodeCache {
         let block = NonNull::new(list.head)?;
         // SAFETY: `block` is a cached block of this class: at least 16
         // bytes, 16-aligned, owned by the cache, and its first word was
-        // written by `free` or by the cache that filled the magazine it
-        // came in (step 3).
+        // written by `push` in this cache or in the one that filled the
+        // magazine it came in (step 3).
         list.head = unsafe { block.cast::<*mut u8>().as_ptr().read() };
         list.len -= 1;
         self.cached -= 1;
@@ -167,7 +169,27 @@ impl NodeCache {
     }
 
     /// Gives a block back: cached if its class has room, else freed to the
-    /// global allocator.
+    /// global allocator. For tests and tools: the runtime gives its blocks
+    /// back with [`free_spilling`](Self::free_spilling).
+    ///
+    /// # Safety
+    ///
+    /// As for [`free_spilling`](Self::free_spilling).
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    #[inline]
+    pub unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        match Self::class(layout) {
+            // SAFETY: forwarded contract; the list has room.
+            Some(c) if self.lists[c].len < Self::CLASS_CAP => unsafe { self.push(c, ptr) },
+            // SAFETY: forwarded contract.
+            _ => unsafe { Self::free_global(ptr, layout) },
+        }
+    }
+
+    /// Gives a block back: cached if its class has room; if the class's
+    /// list is full, the whole list leaves the cache as a [`Magazine`]
+    /// (returned) and the block starts a new one. `None`: the block was
+    /// cached, or freed to the global allocator (an uncached layout).
     ///
     /// # Safety
     ///
@@ -176,50 +198,52 @@ impl NodeCache {
     /// any cache or from [`alloc_global`](Self::alloc_global), not freed
     /// since; the caller gives up all access to it.
     #[inline]
-    pub unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        if let Some(c) = Self::class(layout) {
-            let list = &mut self.lists[c];
-            if list.len < Self::CLASS_CAP {
-                // SAFETY: per the contract the block is ours now, at least 16
-                // bytes and 16-aligned (a cached class's block layout), so its
-                // first word can hold the list link.
-                unsafe { ptr.cast::<*mut u8>().as_ptr().write(list.head) };
-                list.head = ptr.as_ptr();
-                list.len += 1;
-                self.cached += 1;
-                return;
-            }
-        }
-        // SAFETY: forwarded contract.
-        unsafe { Self::free_global(ptr, layout) }
+    pub unsafe fn free_spilling(&mut self, ptr: NonNull<u8>, layout: Layout) -> Option<Magazine> {
+        let Some(c) = Self::class(layout) else {
+            // SAFETY: forwarded contract.
+            unsafe { Self::free_global(ptr, layout) };
+            return None;
+        };
+        let full = if self.lists[c].len >= Self::CLASS_CAP {
+            self.take_list(c)
+        } else {
+            None
+        };
+        // SAFETY: forwarded contract; the list has room (it had, or it
+        // just left whole).
+        unsafe { self.push(c, ptr) };
+        full
     }
 
-    /// Like [`free`](Self::free), except that a full class list is not a
-    /// reason to free the block: the whole list leaves the cache as a
-    /// [`Magazine`] (returned) and the block starts a new one. `None`: the
-    /// block was cached, or freed (an uncached layout).
+    /// Pushes `ptr` on class `c`'s list (step 3).
     ///
     /// # Safety
     ///
-    /// As for [`free`](Self::free).
+    /// As for [`free_spilling`](Self::free_spilling), with `c` the class
+    /// of its layout, and the list below [`CLASS_CAP`](Self::CLASS_CAP).
     #[inline]
-    pub unsafe fn free_spilling(&mut self, ptr: NonNull<u8>, layout: Layout) -> Option<Magazine> {
-        let full = match Self::class(layout) {
-            Some(c) if self.lists[c].len >= Self::CLASS_CAP => {
-                let list = core::mem::replace(&mut self.lists[c], FreeList::EMPTY);
-                self.cached -= list.len;
-                // A full list is never empty (CLASS_CAP > 0).
-                NonNull::new(list.head).map(|head| Magazine {
-                    head,
-                    len: list.len,
-                    class: c,
-                })
-            }
-            _ => None,
-        };
-        // SAFETY: forwarded contract; the class's list has room now.
-        unsafe { self.free(ptr, layout) };
-        full
+    unsafe fn push(&mut self, c: usize, ptr: NonNull<u8>) {
+        let list = &mut self.lists[c];
+        // SAFETY: per the contract the block is ours now, at least 16 bytes
+        // and 16-aligned (a cached class's block layout), so its first word
+        // can hold the list link.
+        unsafe { ptr.cast::<*mut u8>().as_ptr().write(list.head) };
+        list.head = ptr.as_ptr();
+        list.len += 1;
+        self.cached += 1;
+    }
+
+    /// Class `c`'s whole list as a magazine (`None` when it is empty); the
+    /// list is empty after.
+    #[cold]
+    fn take_list(&mut self, c: usize) -> Option<Magazine> {
+        let list = core::mem::replace(&mut self.lists[c], FreeList::EMPTY);
+        self.cached -= list.len;
+        NonNull::new(list.head).map(|head| Magazine {
+            head,
+            len: list.len,
+            class: c,
+        })
     }
 
     /// Installs `m` as its class's list if that list is empty (its blocks
@@ -254,7 +278,7 @@ impl NodeCache {
     ///
     /// # Safety
     ///
-    /// As for [`free`](Self::free).
+    /// As for [`free_spilling`](Self::free_spilling).
     pub unsafe fn free_global(ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: per the contract the block was allocated with this block
         // layout (every path allocates with it) and is ours to free.
@@ -269,20 +293,10 @@ impl NodeCache {
 
     /// Frees every cached block to the global allocator.
     pub fn clear(&mut self) {
-        for (c, list) in self.lists.iter_mut().enumerate() {
-            let block = class_layout(c);
-            while let Some(p) = NonNull::new(list.head) {
-                // SAFETY: a cached block: its first word is the link written
-                // by `free`, and it was allocated with this class's block
-                // layout. It leaves the list before it is freed.
-                unsafe {
-                    list.head = p.cast::<*mut u8>().as_ptr().read();
-                    dealloc(p.as_ptr(), block);
-                }
-            }
-            list.len = 0;
+        for c in 0..CLASSES {
+            // The magazine's drop frees the list's blocks.
+            drop(self.take_list(c));
         }
-        self.cached = 0;
     }
 }
 
