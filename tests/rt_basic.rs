@@ -102,6 +102,96 @@ fn two_yielding_actors_on_one_worker_both_progress() {
     });
 }
 
+/// A yield hands the worker to the queue's oldest actor and queues the
+/// yielder last (directly, actor to actor, or through the worker loop):
+/// eight yielding actors on one worker take strict turns. (Not on the
+/// deterministic port, whose seeded policy picks any queued actor.)
+#[cfg(not(feature = "sim"))]
+#[test]
+fn yields_take_turns_in_queue_order() {
+    with_timeout(60, || {
+        const N: usize = 8;
+        const ROUNDS: usize = 200;
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..N)
+            .map(|who| {
+                let (log, ready) = (log.clone(), ready.clone());
+                rt.spawn(move || {
+                    ready.fetch_add(1, Ordering::SeqCst);
+                    while ready.load(Ordering::SeqCst) < N {
+                        smarm::yield_now();
+                    }
+                    // One more yield: every actor has left the start loop
+                    // and sits in the queue before the first entry.
+                    smarm::yield_now();
+                    for _ in 0..ROUNDS {
+                        log.lock().unwrap().push(who);
+                        smarm::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), N * ROUNDS);
+        let mut first: Vec<usize> = log[..N].to_vec();
+        first.sort_unstable();
+        assert_eq!(
+            first,
+            (0..N).collect::<Vec<_>>(),
+            "a first round not of all: {:?}",
+            &log[..N]
+        );
+        for (i, w) in log.windows(N + 1).enumerate() {
+            assert_eq!(w[0], w[N], "turn {i}: not round robin: {:?}", &log[i..i + N + 1]);
+        }
+    });
+}
+
+/// Yields handed actor to actor still let the worker loop run its
+/// periodic duties: a sleeper's timer fires while two actors yield to
+/// each other without end.
+#[test]
+fn a_timer_fires_while_actors_only_yield() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let woke = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicUsize::new(0));
+        let (w, s) = (woke.clone(), started.clone());
+        let sleeper = rt.spawn(move || {
+            // The spinners run first: from their start to the wake below
+            // they only yield.
+            while s.load(Ordering::SeqCst) < 2 {
+                smarm::yield_now();
+            }
+            smarm::sleep(std::time::Duration::from_millis(5));
+            w.store(true, Ordering::SeqCst);
+        });
+        let spinners: Vec<_> = (0..2)
+            .map(|_| {
+                let (woke, started) = (woke.clone(), started.clone());
+                rt.spawn(move || {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    let mut yields = 0u64;
+                    while !woke.load(Ordering::SeqCst) {
+                        smarm::yield_now();
+                        yields += 1;
+                    }
+                    yields
+                })
+            })
+            .collect();
+        sleeper.join().unwrap();
+        for h in spinners {
+            assert!(h.join().unwrap() > 0, "a spinner never yielded");
+        }
+    });
+}
+
 fn chain(depth: u32) -> u32 {
     if depth == 0 {
         return 0;

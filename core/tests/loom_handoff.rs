@@ -123,3 +123,93 @@ fn with_no_wake_the_actor_stays_parked() {
         assert_eq!(a.runnable.load(Ordering::SeqCst), 1);
     });
 }
+
+// ---------------------------------------------------------------------------
+// The yield handoff: A yields by switching to the queue's oldest actor B
+// (`H2` pops B from the run queue); on B's stack, `H5` stores A's sp and
+// queues A (the real `Ring` under the default run queue). Another worker
+// popping the queue meanwhile may take B first (then there is no handoff
+// and the loop queues A the same way) and may take A as soon as it is
+// queued: it must resume A at the sp stored before the push.
+// ---------------------------------------------------------------------------
+
+use smarm_core::ring::Ring;
+
+/// Under loom the ring never calls `relax` (each wait is a loom yield).
+fn relax() {
+    thread::yield_now();
+}
+
+/// A queued actor: its saved sp and whether it is A (the yielder).
+struct Queued {
+    is_a: bool,
+    sp: UnsafeCell<usize>,
+}
+
+// SAFETY: as `A`'s: the protocol the model checks orders the sp cell.
+unsafe impl Sync for Queued {}
+unsafe impl Send for Queued {}
+
+/// The yielding worker: `H2` takes the queue's oldest (B, or nothing if
+/// the other worker took it), then `H5` (or, without a handoff, the loop
+/// after the switch back) stores A's sp and queues A. Returns what it took.
+fn yield_handoff(ring: &Ring<Arc<Queued>>, a: Arc<Queued>) -> Option<Arc<Queued>> {
+    let b = ring.pop(&mut relax);
+    // SAFETY: A's sp is this thread's until the push publishes A.
+    a.sp.with_mut(|p| unsafe { *p = 0x5a });
+    let mut v = a;
+    while let Err(back) = ring.push(v, &mut relax) {
+        v = back;
+        thread::yield_now();
+    }
+    b
+}
+
+/// Another worker's pop: resumes what it takes at its saved sp.
+fn steal(ring: &Ring<Arc<Queued>>) -> Option<Arc<Queued>> {
+    let got = ring.pop(&mut relax)?;
+    if got.is_a {
+        // SAFETY: the pop made A ours; loom reports a race otherwise.
+        let sp = got.sp.with(|p| unsafe { *p });
+        assert_eq!(sp, 0x5a, "A resumed at a stale sp");
+    }
+    Some(got)
+}
+
+#[test]
+fn a_yield_handoff_queues_the_yielder_after_its_sp_is_stored() {
+    loom::model(|| {
+        let ring: Arc<Ring<Arc<Queued>>> = Arc::new(Ring::with_capacity(2));
+        let a = Arc::new(Queued {
+            is_a: true,
+            sp: UnsafeCell::new(0),
+        });
+        let b = Arc::new(Queued {
+            is_a: false,
+            sp: UnsafeCell::new(0),
+        });
+        assert!(ring.push(b, &mut relax).is_ok());
+        let r2 = ring.clone();
+        let t = thread::spawn(move || {
+            let mut took = Vec::new();
+            for _ in 0..2 {
+                if let Some(x) = steal(&r2) {
+                    took.push(x.is_a);
+                }
+            }
+            took
+        });
+        let handed = yield_handoff(&ring, a);
+        let mut seen = t.join().unwrap();
+        if let Some(b) = handed {
+            assert!(!b.is_a, "the yielder took itself");
+            seen.push(false);
+        }
+        while let Some(x) = ring.pop(&mut relax) {
+            seen.push(x.is_a);
+        }
+        // A and B each run exactly once: none lost, none doubled.
+        seen.sort_unstable();
+        assert_eq!(seen, [false, true], "an actor lost or doubled");
+    });
+}

@@ -178,6 +178,14 @@ pub(crate) trait Schedule: Send + Sync {
     /// Wakes the OS thread of an actor waiting in place on `word` (its
     /// state word; step 7 of [`crate::actor`]).
     fn unpark(&self, word: &AtomicU32);
+    /// A direct yield handoff's pick (`crate::sched::handoff`, `H2`): the
+    /// run queue's oldest actor, taken for worker `index` of this runtime
+    /// as its loop would take it (counted, chain wake included).
+    fn pop_queued(&self, index: usize) -> Option<Arc<Actor>>;
+    /// A direct yield handoff's completion (`H5`): the yielding actor `a`
+    /// (`RUNNABLE`, its stack left) goes to the back of the run queue, as
+    /// worker `index`'s loop would queue it.
+    fn requeue(&self, a: Arc<Actor>, index: usize);
 }
 
 /// Schedules `a` on its own runtime.

@@ -14,17 +14,24 @@
 //! shape — wake the receiver into the run-next slot, then park on one's
 //! own receive — is the common one (request/reply, actor pairs, rings).
 //!
-//! # Protocol (A parks, B is in the run-next slot; numbered as in the code)
+//! A yield hands over too: the loop would queue the yielder and run its
+//! run-next actor, or else the run queue's oldest, so the yielder switches
+//! straight to that actor, which queues the yielder once its stack is
+//! left. With many actors yielding in turn each yield is one switch.
+//!
+//! # Protocol (A parks or yields, B runs next; numbered as in the code)
 //!
 //! On A's stack, in [`switch_out`](super::switch_out) for `Request::Park`:
 //! 1. `H1` check the handoff may happen: A runs on a worker (not detached),
 //!    the loop's periodic duties are not due ([`TIMER_CHECK_TURNS`]: timers,
 //!    the IO poll, the seeded schedule's turn), the run-next streak cap
-//!    allows another (timeslices off), the slot holds an actor that has
-//!    run before (a fresh one starts in its entry, which has no handoff
-//!    path);
+//!    allows another (timeslices off), B has run before (a fresh one
+//!    starts in its entry, which has no handoff path: it goes to the empty
+//!    slot and the loop starts it);
 //! 2. `H2` take B from the slot (the owner's take: a thief may race it,
-//!    and then there is no handoff);
+//!    and then there is no handoff); a yield with the slot empty pops B
+//!    from the run queue instead ([`Schedule::pop_queued`], counted as the
+//!    loop's pop), and B gets a fresh timeslice as a popped actor does;
 //! 3. `H3` the turn's bookkeeping: [`RtCore::leave`] for A (samples,
 //!    counters), [`RtCore::enter`] for B (`RUNNING`, cancellation at
 //!    shutdown, the inherited slice, samples, `current`); the worker's
@@ -38,7 +45,10 @@
 //! 5. `H5` B sees `handed`: the sp the switch returned is A's (not the
 //!    worker's): store it in A, then carry out A's park ([`park_switched`]:
 //!    `RUNNING → PARKED`, or, if a wake came meanwhile (`NOTIFIED`), A is
-//!    runnable at once and goes to the now-empty run-next slot).
+//!    runnable at once and goes to the now-empty run-next slot). A yield:
+//!    `RUNNABLE`, and A goes to the back of the run queue
+//!    ([`Schedule::requeue`]; the queue's push is the Release edge to the
+//!    worker that pops A and resumes it at the sp just stored).
 //!
 //! The invariants the worker loop keeps hold: A's state changes only after
 //! its stack is left (5 runs on B's), so no other worker can resume an
@@ -156,17 +166,19 @@ pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
 }
 
 /// `H1`–`H4` for the running actor `me`, which is about to switch out to
-/// park: switches straight to the actor in its worker's run-next slot, if
-/// a handoff may happen. `Some(back)`: it did, and `me` has since been
-/// resumed (by its worker or by another handoff), `back` being what its
-/// switch returned; `None`: no handoff, switch out as usual.
+/// park (`yielding == false`) or to yield: switches straight to the actor
+/// its worker would run next, if a handoff may happen. `Some(back)`: it
+/// did, and `me` has since been resumed (by its worker or by another
+/// handoff), `back` being what its switch returned; `None`: no handoff,
+/// switch out as usual.
 ///
 /// # Safety
 ///
 /// `me` is the calling (running) actor, not unwinding, with
-/// `Request::Park` stored; it must pass `back` to [`after_resume`].
+/// `Request::Park` (or, `yielding`, `Request::Yield`) stored; it must pass
+/// `back` to [`after_resume`].
 #[inline]
-pub(crate) unsafe fn park_handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
+pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> Option<*mut u8> {
     let c = ctx::<P>();
     // SAFETY: a non-null context is this thread's live worker context,
     // running `me` (its `running` and `current`); see the module doc for
@@ -176,7 +188,8 @@ pub(crate) unsafe fn park_handoff<P: Platform>(me: *const Actor) -> Option<*mut 
         if c.is_null() || (*c).detached || (*c).timer_turns <= 1 {
             return None;
         }
-        if (*c).slice_cycles == 0 && (*c).streak >= RUN_NEXT_CAP {
+        let capped = (*c).slice_cycles == 0 && (*c).streak >= RUN_NEXT_CAP;
+        if capped && !yielding {
             return None;
         }
         if P::SEEDED_SCHEDULE {
@@ -188,27 +201,55 @@ pub(crate) unsafe fn park_handoff<P: Platform>(me: *const Actor) -> Option<*mut 
             }
         }
         let w = &*(*c).worker;
-        if w.run_next.peek().is_null() {
+        // H2: whom the worker loop would run next ([`Shared::find_work`]).
+        let (b, inherit) = if !w.run_next.peek().is_null() {
+            if capped {
+                // The loop serves the queue first now; a yield that found
+                // the queue empty would run the slot's actor without the
+                // slice: rare, left to the loop.
+                return None;
+            }
+            // The slot's actor (the owner's take: a thief may race it).
+            let b = w.run_next.take();
+            if b.is_null() {
+                return None; // a thief was faster
+            }
+            (b, true)
+        } else if yielding {
+            // The queue's oldest, as the loop takes it.
+            match (*me).rt.as_ref().pop_queued((*c).index) {
+                Some(b) => (Arc::into_raw(b).cast_mut(), false),
+                None => return None,
+            }
+        } else {
             return None;
-        }
-        // H2.
-        let b = w.run_next.take();
-        if b.is_null() {
-            return None; // a thief was faster
-        }
+        };
         if (*(*b).entry.get()).is_some() {
-            // Fresh: it starts in its entry. Back into the (empty) slot.
+            // Fresh: it starts in its entry, which has no handoff path.
+            // Into the (empty) slot, where the loop takes it next.
             let old = w.run_next.put(b);
             debug_assert!(old.is_null());
+            if !inherit {
+                // From the queue: the loop's next turn takes the slot first
+                // (streak 0) and the actor starts a fresh slice, as a pop
+                // would have given it.
+                (*c).streak = 0;
+                (*c).slice_end = 0;
+            }
             return None;
         }
-        // H3. The loop's own counts for a turn taken from the slot.
+        // H3. The loop's own counts for the turn (the queue's pop counted
+        // itself).
         (*c).timer_turns -= 1;
-        (*c).streak += 1;
-        w.counters.run_next(1);
+        if inherit {
+            (*c).streak += 1;
+            w.counters.run_next(1);
+        } else {
+            (*c).streak = 0;
+        }
         let core = &*(*c).core;
         core.leave(c, &*me);
-        core.enter(c, &*b, true);
+        core.enter(c, &*b, inherit);
         (*c).handed = mem::replace(&mut (*c).running, b);
         *(*b).sched_sp.get() = *(*me).sched_sp.get();
         *(*b).handed.get() = true;
@@ -275,7 +316,15 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
                     }
                 }
             }
-            _ => P::abort("smarm: a direct handoff with a request other than a park"),
+            Request::Yield => {
+                // To the back of the queue, as the loop queues a yield.
+                // Relaxed: as the loop's store; the queue's push is the
+                // Release edge to whoever pops it.
+                a.state.store(RUNNABLE, Ordering::Relaxed);
+                let rt = a.rt;
+                rt.as_ref().requeue(a, (*c).index);
+            }
+            _ => P::abort("smarm: a direct handoff with a request other than a park or a yield"),
         }
     }
 }

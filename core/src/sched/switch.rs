@@ -15,11 +15,12 @@ pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::sched::local::check_switch(me);
-        let park = matches!(req, Request::Park);
+        let yielding = matches!(req, Request::Yield);
+        let may_hand = yielding || matches!(req, Request::Park);
         *(*me).request.get() = req;
-        if park {
-            // Straight to the actor in the run-next slot, if it may be.
-            if let Some(back) = park_handoff::<P>(me) {
+        if may_hand {
+            // Straight to the actor the worker would run next, if it may be.
+            if let Some(back) = handoff::<P>(me, yielding) {
                 after_resume::<P>(me, back);
                 return;
             }

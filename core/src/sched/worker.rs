@@ -24,6 +24,16 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     fn unpark(&self, word: &AtomicU32) {
         P::wake_all(word);
     }
+
+    #[inline]
+    fn pop_queued(&self, index: usize) -> Option<Arc<Actor>> {
+        self.pop_queue(&self.core.workers[index])
+    }
+
+    #[inline]
+    fn requeue(&self, a: Arc<Actor>, index: usize) {
+        self.push(a, &self.core.workers[index].counters);
+    }
 }
 
 /// Switches from the worker's stack into actor `a` and returns when it
