@@ -14,6 +14,11 @@
 //!    request (requeue, park, run a child first, or clean up an exit). Only
 //!    now may another worker see the actor: its stack is no longer in use.
 //!
+//! A park or a yield usually skips 4 and the next 1–2: the actor switches
+//! straight to whom step 1 would find, and that actor carries out the
+//! request on its own stack ([`handoff`]'s direct handoff), with the same
+//! bookkeeping and the same rule (the request only once the stack is left).
+//!
 //! # Work-first spawn
 //!
 //! `spawn` from an actor runs the child at once; the parent waits in the
