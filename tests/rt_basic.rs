@@ -66,32 +66,43 @@ fn panic_is_reported_through_join_and_others_finish() {
     });
 }
 
+/// Starts `n` actors on `rt` that first wait for each other (yielding),
+/// yield once more, then each log their index and yield, `rounds` times;
+/// returns the log once all have ended.
+fn yield_log(rt: &Runtime, n: usize, rounds: usize) -> Vec<usize> {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let ready = Arc::new(AtomicUsize::new(0));
+    let hs: Vec<_> = (0..n)
+        .map(|who| {
+            let (log, ready) = (log.clone(), ready.clone());
+            rt.spawn(move || {
+                // Start together: the first may run before the last exists.
+                ready.fetch_add(1, Ordering::SeqCst);
+                while ready.load(Ordering::SeqCst) < n {
+                    smarm::yield_now();
+                }
+                // One more yield: every actor has left the start loop and
+                // sits in the queue before the first entry.
+                smarm::yield_now();
+                for _ in 0..rounds {
+                    log.lock().unwrap().push(who);
+                    smarm::yield_now();
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let log = log.lock().unwrap();
+    log.clone()
+}
+
 #[test]
 fn two_yielding_actors_on_one_worker_both_progress() {
     with_timeout(60, || {
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let ready = Arc::new(AtomicUsize::new(0));
-        let hs: Vec<_> = (0..2u8)
-            .map(|who| {
-                let (log, ready) = (log.clone(), ready.clone());
-                rt.spawn(move || {
-                    // Start together: the first may run before the second exists.
-                    ready.fetch_add(1, Ordering::SeqCst);
-                    while ready.load(Ordering::SeqCst) < 2 {
-                        smarm::yield_now();
-                    }
-                    for _ in 0..1000 {
-                        log.lock().unwrap().push(who);
-                        smarm::yield_now();
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
-        let log = log.lock().unwrap();
+        let log = yield_log(&rt, 2, 1000);
         assert_eq!(log.len(), 2000);
         // Strict alternation after the first step: each yield lets the other run.
         let switches = log.windows(2).filter(|w| w[0] != w[1]).count();
@@ -113,30 +124,7 @@ fn yields_take_turns_in_queue_order() {
         const N: usize = 8;
         const ROUNDS: usize = 200;
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let ready = Arc::new(AtomicUsize::new(0));
-        let hs: Vec<_> = (0..N)
-            .map(|who| {
-                let (log, ready) = (log.clone(), ready.clone());
-                rt.spawn(move || {
-                    ready.fetch_add(1, Ordering::SeqCst);
-                    while ready.load(Ordering::SeqCst) < N {
-                        smarm::yield_now();
-                    }
-                    // One more yield: every actor has left the start loop
-                    // and sits in the queue before the first entry.
-                    smarm::yield_now();
-                    for _ in 0..ROUNDS {
-                        log.lock().unwrap().push(who);
-                        smarm::yield_now();
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
-        let log = log.lock().unwrap();
+        let log = yield_log(&rt, N, ROUNDS);
         assert_eq!(log.len(), N * ROUNDS);
         let mut first: Vec<usize> = log[..N].to_vec();
         first.sort_unstable();
