@@ -5,6 +5,9 @@ use std::sync::Arc;
 use smarm_tests::smarm::{self, BuildError, Runtime, SpawnError};
 use smarm_tests::{eventually, with_timeout};
 
+#[cfg(all(target_os = "linux", not(feature = "sim")))]
+mod child;
+
 #[test]
 fn hundred_thousand_actors_spawned_and_joined() {
     with_timeout(120, || {
@@ -178,6 +181,51 @@ fn a_timer_fires_while_actors_only_yield() {
             assert!(h.join().unwrap() > 0, "a spinner never yielded");
         }
     });
+}
+
+/// The states (`/proc`'s `R`, `S`, ...) of this process's worker threads.
+#[cfg(all(target_os = "linux", not(feature = "sim")))]
+fn worker_thread_states() -> Vec<char> {
+    let mut states = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("smarm-worker") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // `pid (comm) S ...`: the state follows the last ')'.
+        if let Some(rest) = stat.rsplit_once(')') {
+            states.extend(rest.1.trim_start().chars().next());
+        }
+    }
+    states
+}
+
+/// An idle worker watches the queue for a bounded time before it sleeps
+/// (`IDLE_SPIN_NS`), then sleeps: once a runtime is idle, all its worker
+/// threads end up asleep in the kernel (`S`), the one that spun included.
+/// (A spin without its bound stays `R`.) In a child process, so no other
+/// test's runtime is around.
+#[cfg(all(target_os = "linux", not(feature = "sim")))]
+#[test]
+fn idle_workers_end_asleep_after_their_spin() {
+    child::child_entry("idle", || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        for i in 0..3u32 {
+            assert_eq!(rt.block_on(move || i), i);
+        }
+        eventually(20, "every worker thread asleep", || {
+            let s = worker_thread_states();
+            s.len() == 2 && s.iter().all(|&c| c == 'S')
+        });
+    });
+    let out = child::run_child("idle_workers_end_asleep_after_their_spin", "idle");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("child: idle returned without crashing"),
+        "the child must see its workers asleep:\n{}",
+        child::describe(&out)
+    );
 }
 
 fn chain(depth: u32) -> u32 {
