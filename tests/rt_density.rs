@@ -89,6 +89,34 @@ fn a_spawn_gets_the_stack_size_it_asks_for() {
     });
 }
 
+/// Stack coloring: every mapping's top is page-aligned, so without an
+/// offset every actor's frames would sit at one page offset in every stack
+/// and share a few cache sets. Consecutive spawns start their stacks at
+/// different offsets (32 of them on the default 128 KiB stack).
+#[test]
+fn consecutive_actors_start_their_stacks_at_different_offsets() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let offsets = rt.block_on(|| {
+            (0..64)
+                .map(|_| {
+                    smarm::spawn(|| {
+                        let here = 0u8;
+                        std::hint::black_box(&here) as *const u8 as usize % 4096
+                    })
+                    .join()
+                    .unwrap()
+                })
+                .collect::<std::collections::BTreeSet<usize>>()
+        });
+        assert!(
+            offsets.len() >= 16,
+            "64 spawns started at only {} distinct page offsets: {offsets:?}",
+            offsets.len()
+        );
+    });
+}
+
 #[test]
 fn a_stack_size_out_of_bounds_is_an_error() {
     with_timeout(60, || {

@@ -90,14 +90,15 @@ impl<P: Platform> RtCore<P> {
         entry: Entry,
         shared: bool,
     ) -> Arc<Actor> {
-        let top = stack.top();
+        let top = crate::sched::stack::colored_top(&stack, life.id);
         crate::actor::sanitizer::fresh_stack(stack.usable_range());
         // SAFETY: written once by the builder before the runtime is shared.
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
         let actor = Arc::new(Actor::new(life.id, entry, stack, P::stack_free, rt, life.clone()));
         life.bind_actor(&actor, shared);
-        // SAFETY: `top` is the page-aligned end of a fresh mapping of at
-        // least the runtime's minimum stack size; `actor_entry::<P>` takes
+        // SAFETY: `top` is 64-aligned, at most 1/64 of the stack below the
+        // end of a fresh mapping of at least the runtime's minimum stack
+        // size (`colored_top`); `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its
         // worker holds an Arc).
         let sp =

@@ -104,3 +104,35 @@ fn dropping_the_pool_frees_the_shared_level() {
     drop(pool);
     assert_eq!(stacks_live(), live0);
 }
+
+#[test]
+fn fresh_stacks_start_at_colors_below_their_top() {
+    use super::{colored_top, COLOR_STEP, STACK_COLORS};
+    for (usable, colors) in [
+        (16 * 1024, 4),
+        (64 * 1024, 16),
+        (128 * 1024, STACK_COLORS),
+        (1 << 20, STACK_COLORS),
+    ] {
+        let pool = StackPool::<P>::new(usable, 0);
+        let mut local = Vec::new();
+        let s = pool.get(&mut local).unwrap();
+        let top = s.top() as usize;
+        let mut offsets = std::collections::BTreeSet::new();
+        for id in 1..=2 * colors as u64 {
+            let t = colored_top(&s, id) as usize;
+            assert!(
+                t <= top && top - t <= s.usable() / 64,
+                "{usable}: id {id} starts {} below the top",
+                top - t
+            );
+            assert_eq!(t % COLOR_STEP, 0, "{usable}: id {id}'s start is line-aligned");
+            offsets.insert(top - t);
+        }
+        assert_eq!(offsets.len(), colors, "{usable}: distinct start offsets");
+        let (a, b) = (colored_top(&s, 7), colored_top(&s, 8));
+        assert_ne!(a, b, "{usable}: consecutive ids start apart");
+        pool.put(&mut local, s);
+        pool.free_local(&mut local);
+    }
+}
