@@ -228,10 +228,19 @@ fn an_actors_span_is_entered_while_it_runs_and_exited_when_it_switches_out() {
         // Enters and exits of this span alternate, each pair on one thread:
         // the first run, three yields, the join's park (and the work-first
         // spawn's switch to the child).
-        let mine: Vec<Rec> = records()
-            .into_iter()
-            .filter(|r| matches!(r, Rec::Enter(s, _) | Rec::Exit(s, _) if *s == span))
-            .collect();
+        // The last exit is recorded by the worker once the actor's stack is
+        // left, which may come after `join` has returned its result here
+        // (seam/trace.rs, "The actor span"): wait for it.
+        let mine_now = || -> Vec<Rec> {
+            records()
+                .into_iter()
+                .filter(|r| matches!(r, Rec::Enter(s, _) | Rec::Exit(s, _) if *s == span))
+                .collect()
+        };
+        smarm_tests::eventually(10, "the span's last exit", || {
+            matches!(mine_now().last(), Some(Rec::Exit(..)))
+        });
+        let mine = mine_now();
         assert!(mine.len() >= 2 * 5, "at least five resumes: {mine:?}");
         assert_eq!(mine.len() % 2, 0, "every enter has its exit: {mine:?}");
         for pair in mine.chunks(2) {

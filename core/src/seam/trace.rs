@@ -27,7 +27,9 @@
 //! (`sched::worker::resume_actor`, every resume goes through it). Enter and
 //! exit thus always pair on one thread, in one frame of the worker's own
 //! stack, even though the actor itself migrates: its next resume, possibly
-//! on another worker, enters the span there. Events the actor's code emits
+//! on another worker, enters the span there. The last exit comes after the
+//! actor's final switch, so a joiner (on another worker or a plain thread)
+//! may get the result before it is recorded. Events the actor's code emits
 //! (its own `tracing::info!`, a log record bridged to tracing) have it as
 //! their contextual parent. The span is entered through the subscriber it
 //! was created with (`Span::with_subscriber`), not the resuming thread's
