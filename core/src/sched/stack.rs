@@ -28,9 +28,11 @@ const STACK_COLORS: usize = 32;
 const COLOR_STEP: usize = 64;
 
 /// Where a fresh actor's first frame goes: `stack.top()` less a color
-/// offset picked by the actor's `id`, a multiple of [`COLOR_STEP`] below
-/// `min(STACK_COLORS, usable / 4096) * COLOR_STEP` (at most 1/64 of the
-/// stack, so at most 256 bytes of the smallest).
+/// offset picked by the low bits of the actor's `id`, a multiple of
+/// [`COLOR_STEP`] below `colors * COLOR_STEP`, where `colors` is
+/// `min(STACK_COLORS, usable / 4096)` rounded down to a power of two (so
+/// the pick is a mask, not a division, on the spawn path): at most 1/64 of
+/// the stack, 256 bytes of the smallest.
 ///
 /// Every mapping's top is page-aligned and every actor runs the same code,
 /// so uncolored, the frames an actor parks and resumes in (its yield,
@@ -40,9 +42,10 @@ const COLOR_STEP: usize = 64;
 /// caches on every resume (`yield_many`: the switch's first load from the
 /// new stack took 23% of the time). Consecutive ids get consecutive colors.
 pub fn colored_top(stack: &RawStack, id: u64) -> *mut u8 {
-    let colors = (stack.usable() / 4096).clamp(1, STACK_COLORS);
-    // `id % colors < 32`: the cast cannot truncate.
-    let color = (id % colors as u64) as usize;
+    let fit = (stack.usable() / 4096).clamp(1, STACK_COLORS);
+    let colors = 1usize << fit.ilog2();
+    // Only the low bits are kept: the truncating cast is the point.
+    let color = id as usize & (colors - 1);
     stack.top().wrapping_sub(color * COLOR_STEP)
 }
 

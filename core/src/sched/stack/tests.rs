@@ -113,6 +113,8 @@ fn fresh_stacks_start_at_colors_below_their_top() {
         (64 * 1024, 16),
         (128 * 1024, STACK_COLORS),
         (1 << 20, STACK_COLORS),
+        // 12 pages fit 12 colors; a power of two is used: 8.
+        (48 * 1024, 8),
     ] {
         let pool = StackPool::<P>::new(usable, 0);
         let mut local = Vec::new();
