@@ -119,6 +119,73 @@ fn hog_with_checkpoints_and_a_ping_pong_pair_share_the_worker() {
     });
 }
 
+enum Hop {
+    Next(Addr<Hop>),
+    Token(u64),
+}
+
+/// A token passed round a ring of actors on one worker: each hop wakes
+/// the next actor into the run-next slot, which inherits the waker's
+/// slice. Once that slice was spent, every actor down the chain inherited
+/// it spent and expired at its first safe point: 3,350 expiries here in
+/// 200 slices (debug), 200 in 5 (release). An expiry now queues the
+/// slot's actor with the yielder, so the chain expires about once per
+/// slice (219 and 5). Bound: twice the slices the run spans, plus a few.
+#[test]
+fn a_chain_of_wakes_expires_once_per_slice_not_once_per_hop() {
+    with_timeout(120, || {
+        const ACTORS: usize = 100;
+        const HOPS: u64 = 20_000;
+        let slice = Duration::from_millis(2);
+        let rt = Runtime::builder()
+            .workers(1)
+            .timeslice(Some(slice))
+            .build()
+            .unwrap();
+        let (addrs, hs): (Vec<_>, Vec<_>) = (0..ACTORS)
+            .map(|_| {
+                rt.spawn_actor(|mut mb: Mailbox<Hop>| {
+                    let Ok(Hop::Next(next)) = mb.recv() else {
+                        panic!("the next actor's address comes first")
+                    };
+                    let mut hops = 0u64;
+                    while let Ok(Hop::Token(n)) = mb.recv() {
+                        if n == 0 {
+                            break;
+                        }
+                        // Some work per hop, so the chain spans slices in
+                        // every build.
+                        black_box(work(CHUNK));
+                        hops += 1;
+                        if next.send(Hop::Token(n - 1)).is_err() {
+                            break;
+                        }
+                    }
+                    hops
+                })
+            })
+            .unzip();
+        for (i, a) in addrs.iter().enumerate() {
+            a.send(Hop::Next(addrs[(i + 1) % ACTORS].clone())).unwrap();
+        }
+        let before = rt.counters().total().timeslice_expiries;
+        let t = Instant::now();
+        addrs[0].send(Hop::Token(HOPS)).unwrap();
+        drop(addrs);
+        let hops: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        let elapsed = t.elapsed();
+        assert_eq!(hops, HOPS);
+        let expiries = rt.counters().total().timeslice_expiries - before;
+        let slices = (elapsed.as_nanos() / slice.as_nanos()) as u64;
+        eprintln!("{expiries} expiries in {HOPS} hops, {elapsed:?} ({slices} slices)");
+        assert!(
+            expiries <= 2 * slices + 4,
+            "{expiries} expiries in {HOPS} hops over {elapsed:?}: more than one per \
+             {slice:?} slice (a spent slice inherited down the chain)"
+        );
+    });
+}
+
 #[test]
 fn checkpoint_yields_only_with_timeslices_on() {
     with_timeout(60, || {

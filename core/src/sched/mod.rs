@@ -47,7 +47,11 @@
 //! actor that switches out before any safe point needs no slice at all.
 //! Safe points (sends and receives every [`SAFE_POINT_BUDGET`] calls,
 //! [`checkpoint`] every call, spawn always) yield once the slice is spent.
-//! The slice thus starts up to one budget of safe points late.
+//! The slice thus starts up to one budget of safe points late. An actor
+//! whose slice is spent first moves the run-next slot's actor to the run
+//! queue (it would inherit the spent slice), then yields
+//! ([`timeslice::expire`]): one expiry per slice, and the queue gets its
+//! turn even from a chain of wakes that never leaves the slot empty.
 //!
 //! # Blocking calls
 //!
