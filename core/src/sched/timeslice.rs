@@ -125,10 +125,10 @@ pub(crate) fn safe_point<P: Platform>() {
 ///
 /// The slot's actor would inherit the spent slice (the module doc's
 /// "Timeslices") and expire at its first safe point, and so on down a
-/// chain of wakes: a token passed round a ring of actors on one worker
-/// expired at every second hop once a slice was spent (25,000 expiries in
-/// 50,000 hops on two workers, 8,000 on one), each a queue push, a pop
-/// and two more switches. Queued ahead of the yielder instead, it waits
+/// chain of wakes: with a token passed round a ring of 503 actors, once a
+/// slice was spent about every second hop expired on two workers (25,000
+/// expiries in 50,000 hops) and every sixth on one (8,000), each a queue
+/// push, a pop and two more switches. Queued ahead of the yielder, it waits
 /// its turn behind the queue as the yielder does, and whoever runs next
 /// is popped from the queue with a fresh slice: one expiry per slice, and
 /// a chain that never empties the slot still gives the queue its turn.
@@ -150,9 +150,9 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
             // the thread now serving its worker: not ours to empty.
             let next = w.run_next.take();
             if !next.is_null() {
-                // The slot holds `Arc::into_raw`
-                // pointers; `take` made this one ours. It is RUNNABLE, and
-                // the queue's push is the Release edge to its popper.
+                // The slot holds `Arc::into_raw` pointers; `take` made
+                // this one ours. It is RUNNABLE, and the queue's push is
+                // the Release edge to its popper.
                 (*me).rt.as_ref().requeue(Arc::from_raw(next), index);
             }
         }
