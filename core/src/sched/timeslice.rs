@@ -125,13 +125,11 @@ pub(crate) fn safe_point<P: Platform>() {
 ///
 /// The slot's actor would inherit the spent slice (the module doc's
 /// "Timeslices") and expire at its first safe point, and so on down a
-/// chain of wakes: with a token passed round a ring of 503 actors, once a
-/// slice was spent about every second hop expired on two workers (25,000
-/// expiries in 50,000 hops) and every sixth on one (8,000), each a queue
-/// push, a pop and two more switches. Queued ahead of the yielder, it waits
-/// its turn behind the queue as the yielder does, and whoever runs next
-/// is popped from the queue with a fresh slice: one expiry per slice, and
-/// a chain that never empties the slot still gives the queue its turn.
+/// chain of wakes (docs/benchmarks.md, "Spent slices down a chain").
+/// Queued ahead of the yielder, it waits its turn behind the queue as the
+/// yielder does, and whoever runs next is popped from the queue with a
+/// fresh slice: one expiry per slice, and a chain that never empties the
+/// slot still gives the queue its turn.
 ///
 /// # Safety
 ///
