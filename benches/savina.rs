@@ -1,6 +1,7 @@
 //! savina: five actor workloads of the Savina suite, smarm mailboxes vs
 //! tokio tasks with unbounded `tokio::sync::mpsc` channels, in the same
-//! binary, on each worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and
+//! binary (smarm on its default ring run queue, `smarm/`, and on the striped
+//! queue, `smarm_striped/`), on each worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and
 //! all CPUs; tokio current_thread for 1, multi_thread otherwise). One
 //! iteration builds the actors, runs the workload to the end and checks its
 //! result (a wrong run panics). Throughput is in messages, so criterion's
@@ -31,7 +32,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput};
-use smarm_benches::{port_name, smarm, smarm_rt, worker_counts};
+use smarm_benches::{port_name, smarm, smarm_rt, smarm_rt_with, worker_counts};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_side::{in_task, tokio_rt};
 
@@ -604,14 +605,22 @@ fn bench(c: &mut Criterion) {
             let mut g = c.benchmark_group(format!("savina_{}/{port}", $name));
             g.throughput(Throughput::Elements($elements));
             for &w in &workers {
-                let rt = smarm_rt(w);
-                g.bench_function(format!("smarm/{w}w"), |b| {
-                    b.iter(|| {
-                        let got = rt.block_on(|| $smarm);
-                        $check(got)
-                    })
-                });
-                drop(rt);
+                // The default ring, then the striped queue (per-worker
+                // stripes with batch steals), each runtime dropped before
+                // the next is built.
+                macro_rules! smarm_row {
+                    ($rt:expr, $label:literal) => {{
+                        let rt = $rt;
+                        g.bench_function(format!(concat!($label, "/{}w"), w), |b| {
+                            b.iter(|| {
+                                let got = rt.block_on(|| $smarm);
+                                $check(got)
+                            })
+                        });
+                    }};
+                }
+                smarm_row!(smarm_rt(w), "smarm");
+                smarm_row!(smarm_rt_with::<smarm::StripedQueue>(w), "smarm_striped");
                 let tk = tokio_rt(w);
                 g.bench_function(format!("tokio/{w}w"), |b| {
                     b.iter(|| {

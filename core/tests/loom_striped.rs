@@ -92,3 +92,33 @@ fn spill_races_a_scanning_worker() {
         assert!(q.is_empty());
     });
 }
+
+/// A thief whose stripe is empty takes an item from the owner's stripe and
+/// moves a batch onto its own (protocol step 2a) while the owner pops its
+/// stripe and pushes one more: every item is popped exactly once, whether
+/// it was moved, popped by the owner mid-move, or left behind.
+#[test]
+fn batch_steal_races_the_owner() {
+    model(|| {
+        // Two stripes of four slots; stripe 0 starts with three items.
+        let q = Arc::new(Q::new(8, 2));
+        for v in 0..3 {
+            q.push_at(0, v, &mut relax);
+        }
+        let o = q.clone();
+        let owner = thread::spawn(move || {
+            let got = o.pop_at(0, &mut relax);
+            o.push_at(0, 3, &mut relax);
+            got
+        });
+        let mut seen: Vec<u32> = q.pop_at(1, &mut relax).into_iter().collect();
+        seen.extend(owner.join().unwrap());
+        for hint in [1, 0] {
+            while let Some(v) = q.pop_at(hint, &mut relax) {
+                seen.push(v);
+            }
+        }
+        assert_conserved(seen, 4);
+        assert!(q.is_empty());
+    });
+}

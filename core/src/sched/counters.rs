@@ -20,9 +20,11 @@ pub struct CounterSnapshot {
     pub enqueued: u64,
     /// Actors popped from the shared run queue.
     pub dequeued: u64,
-    /// Sum of the queue's length seen at each dequeue (mean = sum / dequeued).
+    /// Sum of the queue's length seen at each dequeue (mean = sum / dequeued;
+    /// the run queue's `depth_hint`: with the striped queue, the worker's own
+    /// stripe and the overflow).
     pub depth_sum: u64,
-    /// Largest queue length seen at a dequeue.
+    /// Largest queue length seen at a dequeue (as `depth_sum` sees it).
     pub depth_peak: u64,
     /// Actors run from the worker's own run-next slot.
     pub run_next: u64,

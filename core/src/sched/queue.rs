@@ -60,6 +60,13 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The queue depth the popping worker's counters record after a pop:
+    /// [`len`](Self::len) by default. A variant whose `len` reads every
+    /// worker's counters (the striped queue) reports what the caller's own
+    /// part holds instead, so a pop does not read lines of every core.
+    fn depth_hint(&self) -> usize {
+        self.len()
+    }
 }
 
 /// The default run queue: an MPMC ring with an overflow list.

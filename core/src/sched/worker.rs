@@ -214,7 +214,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     #[inline]
     pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
         if let Some(a) = self.queue.pop() {
-            me.counters.dequeue_at(self.queue.len() as u64 + 1);
+            me.counters.dequeue_at(self.queue.depth_hint() as u64 + 1);
             // Chain wake: more work than this worker takes, and sleepers.
             if self.core.idle.sleepers() > 0 && !self.queue.is_empty() && self.core.idle.notify_one() {
                 me.counters.wakeups(1);

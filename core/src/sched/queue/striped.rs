@@ -21,6 +21,15 @@
 //!    The scan is what makes striping safe for the scheduler: a runnable
 //!    actor on any stripe is found by any worker that would otherwise go
 //!    idle.
+//! 2a. **Batch steal.** A pop that found its own stripe empty and took an
+//!    item from another stripe also moves half of what that stripe still
+//!    holds (at most [`STEAL_BATCH`]) onto its own stripe, oldest first,
+//!    so one producer waking many actors (a fork-join) is split between
+//!    the workers in one steal each rather than one steal per actor. Each
+//!    moved item is popped from the victim and pushed onto the own stripe
+//!    (spilling to the overflow if that is full): still one push awaiting
+//!    one pop per item. A fairness round (step 3) never moves a batch: its
+//!    own stripe need not be empty.
 //! 3. **Fairness.** A worker whose own stripe never runs dry would never
 //!    look elsewhere, and a stripe that no worker owns (`K > workers`, or a
 //!    stripe filled by plain threads) would starve. So every 61st pop of a
@@ -58,6 +67,10 @@ const FAIRNESS: usize = 61;
 
 /// Most stripes a [`StripedQueue`] makes (one per CPU up to this).
 pub const MAX_STRIPES: usize = 16;
+
+/// Most items one batch steal moves onto the thief's stripe (protocol step
+/// 2a), besides the one it returns.
+pub const STEAL_BATCH: usize = 32;
 
 /// Keeps each stripe's pop counter and ring header off its neighbours'
 /// cache lines (128: x86 adjacent-line prefetch pairs; Apple's line size).
@@ -143,16 +156,46 @@ impl<T, L: RawLock> Striped<T, L> {
                 continue;
             }
             if let Some(v) = ring.pop(relax) {
+                // Step 2a: the own stripe was asked first (i > 0 and no
+                // fairness round) and was empty.
+                if i > 0 && start == own {
+                    self.steal_batch(s, own, relax);
+                }
                 return Some(v);
             }
         }
         self.overflow.pop()
     }
 
+    /// Protocol step 2a: moves half of stripe `from`'s items (at most
+    /// [`STEAL_BATCH`]) onto stripe `to`, oldest first. Out of line: the
+    /// pop that calls it already found its own stripe empty.
+    #[cold]
+    #[inline(never)]
+    fn steal_batch(&self, from: usize, to: usize, relax: &mut dyn FnMut()) {
+        let (from, to) = (&self.stripes[from].ring, &self.stripes[to].ring);
+        for _ in 0..(from.len() / 2).min(STEAL_BATCH) {
+            // A pop's Acquire pairs with the victim's push; the push onto
+            // `to` is the Release edge to whoever pops the item next.
+            let Some(v) = from.pop(relax) else { break };
+            if let Err(v) = to.push(v, relax) {
+                self.overflow.push(v);
+                break;
+            }
+        }
+    }
+
     /// Approximate number of items (sum of the stripes and the overflow).
     pub fn len(&self) -> usize {
         // Approximate by contract (see `RunQueue::len`).
         self.stripes.iter().map(|s| s.ring.len()).sum::<usize>() + self.overflow.len()
+    }
+
+    /// Approximate number of items on stripe `hint % K` and the overflow:
+    /// what a worker on that stripe sees without reading the others.
+    pub fn len_at(&self, hint: usize) -> usize {
+        // Approximate by contract (see `RunQueue::len`).
+        self.stripes[hint & self.mask].ring.len() + self.overflow.len()
     }
 
     /// `len() == 0` (approximate, as `len` is).
@@ -224,5 +267,10 @@ impl<P: Platform> RunQueue<P> for StripedQueue<P> {
     #[inline]
     fn len(&self) -> usize {
         self.inner.len()
+    }
+
+    #[inline]
+    fn depth_hint(&self) -> usize {
+        self.inner.len_at(self.hint())
     }
 }

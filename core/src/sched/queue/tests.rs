@@ -65,6 +65,59 @@ fn pop_scans_other_stripes() {
 }
 
 #[test]
+fn a_steal_moves_half_of_the_victims_stripe_in_order() {
+    let q = Q::new(64, 4);
+    for v in 0..9 {
+        q.push_at(3, v, &mut relax);
+    }
+    // Stripe 0 is empty: the pop takes item 0 from stripe 3 and moves half
+    // of the 8 left (items 1..=4) onto stripe 0.
+    assert_eq!(q.pop_at(0, &mut relax), Some(0));
+    assert_eq!((q.len_at(0), q.len_at(3)), (4, 4));
+    let own: Vec<u32> = (0..4).map(|_| q.pop_at(0, &mut relax).unwrap()).collect();
+    assert_eq!(own, [1, 2, 3, 4], "the batch keeps its order");
+    assert_eq!(
+        (q.len_at(0), q.len_at(3)),
+        (0, 4),
+        "own-stripe pops steal nothing"
+    );
+    // Empty again: item 5, and half of the 3 left (item 6).
+    assert_eq!(q.pop_at(0, &mut relax), Some(5));
+    assert_eq!((q.len_at(0), q.len_at(3)), (1, 2));
+    let rest: Vec<u32> = core::iter::from_fn(|| q.pop_at(0, &mut relax)).collect();
+    assert_eq!(rest, [6, 7, 8]);
+}
+
+#[test]
+fn a_steal_moves_at_most_a_batch() {
+    let q = Q::new(1024, 2);
+    for v in 0..200 {
+        q.push_at(1, v, &mut relax);
+    }
+    assert_eq!(q.pop_at(0, &mut relax), Some(0));
+    assert_eq!(q.len_at(0), super::striped::STEAL_BATCH);
+    assert_eq!(q.len(), 199);
+}
+
+#[test]
+fn a_fairness_round_moves_no_batch() {
+    let q = Q::new(64, 2);
+    q.push_at(0, 1000, &mut relax);
+    for v in 0..8 {
+        q.push_at(1, v, &mut relax);
+    }
+    // 60 pops of stripe 0 that find it busy; the 61st is a fairness round
+    // starting at stripe 1: it takes item 0 there and leaves the rest.
+    for _ in 0..60 {
+        let v = q.pop_at(0, &mut relax).unwrap();
+        assert_eq!(v, 1000);
+        q.push_at(0, v, &mut relax);
+    }
+    assert_eq!(q.pop_at(0, &mut relax), Some(0));
+    assert_eq!((q.len_at(0), q.len_at(1)), (1, 7));
+}
+
+#[test]
 fn full_stripe_spills_and_nothing_is_lost() {
     // 2 stripes of 2 slots: pushes past the second spill to the overflow.
     let q = Q::new(4, 2);
