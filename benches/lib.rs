@@ -64,9 +64,10 @@ macro_rules! bench_main {
     };
 }
 
-/// A smarm runtime with `workers` workers (the default ring run queue).
+/// A smarm runtime with `workers` workers (the default run queue: the ring
+/// for one worker, the stripes for more).
 pub fn smarm_rt(workers: usize) -> smarm::Runtime {
-    smarm_rt_with::<smarm::RingQueue>(workers)
+    smarm_rt_with::<smarm::AutoQueue>(workers)
 }
 
 /// A smarm runtime with `workers` workers and run-queue variant `Q`.
@@ -78,19 +79,21 @@ pub fn smarm_rt_with<Q: RunQueue<Host>>(workers: usize) -> smarm::RuntimeWith<Q>
 }
 
 /// The bench-row prefix of run-queue variant `Q`: `smarm` for the default
-/// ring (so rows keep their names), `smarm_mutex`, `smarm_striped`.
+/// (`AutoQueue`: what a user gets), `smarm_ring`, `smarm_mutex`,
+/// `smarm_striped` for the variants.
 pub fn smarm_label<Q: RunQueue<Host>>() -> String {
     match Q::NAME {
-        "ring" => "smarm".into(),
+        "auto" => "smarm".into(),
         other => format!("smarm_{other}"),
     }
 }
 
-/// Calls `$f::<Q>($args)` for each run-queue variant (ring, mutex,
-/// striped), so one binary compares them side by side.
+/// Calls `$f::<Q>($args)` for the default and each run-queue variant (ring,
+/// mutex, striped), so one binary compares them side by side.
 #[macro_export]
 macro_rules! for_each_queue {
     ($f:ident($($arg:expr),* $(,)?)) => {{
+        $f::<$crate::smarm::AutoQueue>($($arg),*);
         $f::<$crate::smarm::RingQueue>($($arg),*);
         $f::<$crate::smarm::MutexQueue>($($arg),*);
         $f::<$crate::smarm::StripedQueue>($($arg),*);

@@ -1,7 +1,7 @@
 //! savina: five actor workloads of the Savina suite, smarm mailboxes vs
 //! tokio tasks with unbounded `tokio::sync::mpsc` channels, in the same
-//! binary (smarm on its default ring run queue, `smarm/`, and on the striped
-//! queue, `smarm_striped/`), on each worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and
+//! binary (smarm on its default run queue, `smarm/`, and on the one shared
+//! ring, `smarm_ring/`), on each worker count of `SMARM_BENCH_WORKERS` (default 1, 2 and
 //! all CPUs; tokio current_thread for 1, multi_thread otherwise). One
 //! iteration builds the actors, runs the workload to the end and checks its
 //! result (a wrong run panics). Throughput is in messages, so criterion's
@@ -605,9 +605,9 @@ fn bench(c: &mut Criterion) {
             let mut g = c.benchmark_group(format!("savina_{}/{port}", $name));
             g.throughput(Throughput::Elements($elements));
             for &w in &workers {
-                // The default ring, then the striped queue (per-worker
-                // stripes with batch steals), each runtime dropped before
-                // the next is built.
+                // The default queue (the ring on one worker, the stripes
+                // on more), then the ring alone, each runtime dropped
+                // before the next is built.
                 macro_rules! smarm_row {
                     ($rt:expr, $label:literal) => {{
                         let rt = $rt;
@@ -620,7 +620,7 @@ fn bench(c: &mut Criterion) {
                     }};
                 }
                 smarm_row!(smarm_rt(w), "smarm");
-                smarm_row!(smarm_rt_with::<smarm::StripedQueue>(w), "smarm_striped");
+                smarm_row!(smarm_rt_with::<smarm::RingQueue>(w), "smarm_ring");
                 let tk = tokio_rt(w);
                 g.bench_function(format!("tokio/{w}w"), |b| {
                     b.iter(|| {

@@ -825,11 +825,11 @@ def scaling_plots(t, tag, out, plots):
     for p, impls in mp.items():
         pairs = p.split("/")[-1]
         for impl, row in impls.items():
-            if impl in ("smarm", "smarm_striped") + PEERS:
+            if impl in ("smarm", "smarm_ring") + PEERS:
                 series.setdefault(f"{impl} {pairs}p", []).append(point(workers_of(p), row))
     if len(ws) > 1:
         name = f"msg_pairs_{tag}_workers.svg"
-        plots.append((name, "msg_pairs: ns per message against workers (ring, striped, peers)"))
+        plots.append((name, "msg_pairs: ns per message against workers (default, ring, peers)"))
         write(os.path.join(out, name), svg_lines(f"msg_pairs against workers, {tag} host", "workers",
               "ns per message", sorted(series.items(), key=lambda kv: impl_order(kv[0]))))
     series = {}
@@ -946,8 +946,9 @@ def cmd_report(a):
         f"the whole suite took {m.get('wall_s')} s (load average {m.get('load_before') or 0:.2f} before,"
         f" {m.get('load_after') or 0:.2f} after).",
         "",
-        "Run-queue variants: `smarm` is the default MPMC ring, `smarm_mutex` the mutex",
-        "queue, `smarm_striped` the striped ring (one ring per CPU); `smarm_channel`",
+        "Run-queue variants: `smarm` is the default (`AutoQueue`: the MPMC ring on one",
+        "worker, the striped rings on more), `smarm_ring` the ring alone, `smarm_mutex`",
+        "the mutex queue, `smarm_striped` the stripes alone (one ring per worker); `smarm_channel`",
         "uses smarm's channels instead of mailboxes. `(N cyc)` is the arch cycle counter",
         "(rdtsc / cntvct_el0) per iteration, read around the same loop.",
     ]

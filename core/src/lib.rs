@@ -88,7 +88,7 @@ pub use rt::runtime::{
     DEFAULT_TIMESLICE,
 };
 pub use sched::counters::CounterSnapshot;
-pub use sched::queue::{MutexQueue, RingQueue, RunQueue, StripedQueue};
+pub use sched::queue::{AutoQueue, MutexQueue, RingQueue, RunQueue, StripedQueue};
 #[cfg(feature = "std")]
 pub use sched::sleep_until;
 pub use sched::{
@@ -120,10 +120,10 @@ pub use supervise::names;
 macro_rules! port_api {
     ($platform:ty) => {
         /// The runtime on this port, with the default run queue.
-        pub type Runtime = $crate::Runtime<$platform, $crate::RingQueue<$platform>>;
+        pub type Runtime = $crate::Runtime<$platform, $crate::AutoQueue<$platform>>;
         /// The runtime builder on this port, with the default run queue.
-        pub type Builder = $crate::Builder<$platform, $crate::RingQueue<$platform>>;
-        /// The runtime with run-queue variant `Q` ([`RingQueue`], [`MutexQueue`], [`StripedQueue`]).
+        pub type Builder = $crate::Builder<$platform, $crate::AutoQueue<$platform>>;
+        /// The runtime with run-queue variant `Q` ([`AutoQueue`], [`RingQueue`], [`MutexQueue`], [`StripedQueue`]).
         pub type RuntimeWith<Q> = $crate::Runtime<$platform, Q>;
         /// The builder for a runtime with run-queue variant `Q`.
         pub type BuilderWith<Q> = $crate::Builder<$platform, Q>;
@@ -134,11 +134,13 @@ macro_rules! port_api {
         /// An actor reserved but not yet spawned: its address first, its
         /// body later (`ActorBuilder::reserve`).
         pub type Reserved<M> = $crate::Reserved<M, $platform>;
-        /// The default run queue (MPMC ring + overflow).
+        /// The default run queue (the ring for one worker, the stripes for more).
+        pub type AutoQueue = $crate::AutoQueue<$platform>;
+        /// The ring run queue (MPMC ring + overflow; the default's one-worker variant).
         pub type RingQueue = $crate::RingQueue<$platform>;
         /// The mutex run queue (baseline variant).
         pub type MutexQueue = $crate::MutexQueue<$platform>;
-        /// The striped run queue (one ring per CPU; many-core variant).
+        /// The striped run queue (one ring per worker; many-core variant).
         pub type StripedQueue = $crate::StripedQueue<$platform>;
         /// An actor's mailbox (the receiving end).
         pub type Mailbox<M> = $crate::Mailbox<M, $platform>;

@@ -94,7 +94,7 @@ fn spill_races_a_scanning_worker() {
 }
 
 /// A thief whose stripe is empty takes an item from the owner's stripe and
-/// moves a batch onto its own (protocol step 2a) while the owner pops its
+/// moves a batch onto its own (protocol step 2's batch steal) while the owner pops its
 /// stripe and pushes one more: every item is popped exactly once, whether
 /// it was moved, popped by the owner mid-move, or left behind.
 #[test]

@@ -35,7 +35,7 @@ use core::ptr::{self, NonNull};
 use crate::actor::Schedule;
 use crate::msg::mailbox::{Addr, Mailbox};
 use crate::sched::counters::CounterSnapshot;
-use crate::sched::queue::{RingQueue, RunQueue};
+use crate::sched::queue::{AutoQueue, RunQueue};
 use crate::sched::{run_monitor, worker_thread, LongHoldHook, RtCore, SchedConfig, Shared, WorkerCtx};
 use crate::seam::error::{
     BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
@@ -57,7 +57,7 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 pub const DEFAULT_TIMESLICE: Duration = Duration::from_micros(100);
 
 /// Configures and starts a [`Runtime`].
-pub struct Builder<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
+pub struct Builder<P: Platform, Q: RunQueue<P> = AutoQueue<P>> {
     workers: Option<usize>,
     stack_size: usize,
     queue_capacity: usize,
@@ -208,7 +208,7 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
                 timeslice: self.timeslice,
                 hold: self.long_hold,
             }),
-            queue: Q::with_capacity(self.queue_capacity),
+            queue: Q::with_capacity(self.queue_capacity, workers),
         });
         let sched: NonNull<dyn Schedule> = NonNull::from(&*shared as &dyn Schedule);
         // SAFETY: nothing else sees `shared` yet (no worker, no actor).
@@ -272,7 +272,7 @@ pub struct ShutdownReport {
 ///
 /// Generic over the platform `P` (ports alias it so users never write it)
 /// and the run-queue variant `Q`.
-pub struct Runtime<P: Platform, Q: RunQueue<P> = RingQueue<P>> {
+pub struct Runtime<P: Platform, Q: RunQueue<P> = AutoQueue<P>> {
     pub(super) shared: Arc<Shared<P, Q>>,
     threads: Vec<P::Thread>,
     monitor: Option<P::Thread>,

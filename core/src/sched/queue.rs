@@ -2,14 +2,20 @@
 //! a bench can compare them side by side (`Runtime<P, RingQueue<P>>` vs
 //! `Runtime<P, MutexQueue<P>>`).
 //!
-//! - [`RingQueue`] (the default): the bounded MPMC [`Ring`] plus an unbounded
+//! - [`AutoQueue`] (the default): a [`RingQueue`] for a one-worker runtime,
+//!   a [`StripedQueue`] for more. On a 16-core machine the one shared ring
+//!   makes every worker's push and pop meet on two cache lines, and a yield
+//!   storm on 2 to 16 workers ran 3 to 7 times slower on it than on the
+//!   stripes; on one worker the stripes' extra indirection costs about a
+//!   tenth of a yield (docs/benchmarks.md, "Run queues on many cores").
+//! - [`RingQueue`]: the bounded MPMC [`Ring`] plus an unbounded
 //!   overflow list under the platform lock. A full ring never drops or blocks
 //!   a wake: the push spills to the overflow. Pops take from the ring and, when
 //!   it is empty (or every 61st pop, so spilled actors cannot starve behind a
 //!   ring kept full), from the overflow.
 //! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
 //!   baseline that the ring must beat.
-//! - [`StripedQueue`]: `K` rings (one per CPU, up to 16) with a shared
+//! - [`StripedQueue`]: `K` rings (one per worker, up to 16) with a shared
 //!   overflow; each worker pushes to and pops from its own stripe and scans
 //!   the others before going idle (the churn-heavy many-core option; the
 //!   protocol is in [`striped`]).
@@ -48,8 +54,9 @@ pub type Runnable = Arc<Actor>;
 pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     /// The variant's name, for bench and report output.
     const NAME: &'static str;
-    /// A queue sized for about `capacity` runnable actors before spilling.
-    fn with_capacity(capacity: usize) -> Self;
+    /// A queue for a runtime of `workers` workers, sized for about
+    /// `capacity` runnable actors before spilling.
+    fn with_capacity(capacity: usize, workers: usize) -> Self;
     /// Appends a runnable actor.
     fn push(&self, actor: Runnable);
     /// Takes the oldest runnable actor, if any.
@@ -133,7 +140,7 @@ impl<T, L: RawLock> Overflow<T, L> {
 impl<P: Platform> RunQueue<P> for RingQueue<P> {
     const NAME: &'static str = "ring";
 
-    fn with_capacity(capacity: usize) -> Self {
+    fn with_capacity(capacity: usize, _workers: usize) -> Self {
         RingQueue {
             ring: Ring::with_capacity(capacity),
             overflow: Overflow::new(),
@@ -175,6 +182,64 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
     }
 }
 
+/// The default run queue: [`RingQueue`] when the runtime has one worker,
+/// [`StripedQueue`] (one stripe per worker, batch steals) when it has more
+/// (see the [module docs](self)). The variant is chosen once, at build, so
+/// each push and pop pays one predictable branch.
+// The ring variant is inline and large: one per runtime, and boxing it would
+// add a pointer chase to every push and pop on one worker.
+#[allow(clippy::large_enum_variant)]
+pub enum AutoQueue<P: Platform> {
+    /// One worker.
+    Ring(RingQueue<P>),
+    /// Two or more workers.
+    Striped(StripedQueue<P>),
+}
+
+impl<P: Platform> RunQueue<P> for AutoQueue<P> {
+    const NAME: &'static str = "auto";
+
+    fn with_capacity(capacity: usize, workers: usize) -> Self {
+        if workers <= 1 {
+            AutoQueue::Ring(RingQueue::with_capacity(capacity, workers))
+        } else {
+            AutoQueue::Striped(StripedQueue::with_capacity(capacity, workers))
+        }
+    }
+
+    #[inline]
+    fn push(&self, actor: Runnable) {
+        match self {
+            AutoQueue::Ring(q) => q.push(actor),
+            AutoQueue::Striped(q) => q.push(actor),
+        }
+    }
+
+    #[inline]
+    fn pop(&self) -> Option<Runnable> {
+        match self {
+            AutoQueue::Ring(q) => q.pop(),
+            AutoQueue::Striped(q) => q.pop(),
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            AutoQueue::Ring(q) => q.len(),
+            AutoQueue::Striped(q) => q.len(),
+        }
+    }
+
+    #[inline]
+    fn depth_hint(&self) -> usize {
+        match self {
+            AutoQueue::Ring(q) => q.depth_hint(),
+            AutoQueue::Striped(q) => q.depth_hint(),
+        }
+    }
+}
+
 /// The baseline run queue: a deque under the platform's lock.
 pub struct MutexQueue<P: Platform> {
     q: Mutex<P::Lock, VecDeque<Runnable>>,
@@ -184,7 +249,7 @@ pub struct MutexQueue<P: Platform> {
 impl<P: Platform> RunQueue<P> for MutexQueue<P> {
     const NAME: &'static str = "mutex";
 
-    fn with_capacity(capacity: usize) -> Self {
+    fn with_capacity(capacity: usize, _workers: usize) -> Self {
         MutexQueue {
             q: Mutex::new(VecDeque::with_capacity(capacity)),
             len: AtomicUsize::new(0),

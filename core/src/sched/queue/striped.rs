@@ -21,7 +21,8 @@
 //!    The scan is what makes striping safe for the scheduler: a runnable
 //!    actor on any stripe is found by any worker that would otherwise go
 //!    idle.
-//! 2a. **Batch steal.** A pop that found its own stripe empty and took an
+//!
+//!    **Batch steal.** A pop that found its own stripe empty and took an
 //!    item from another stripe also moves half of what that stripe still
 //!    holds (at most [`STEAL_BATCH`]) onto its own stripe, oldest first,
 //!    so one producer waking many actors (a fork-join) is split between
@@ -65,11 +66,11 @@ use crate::sync::{AtomicUsize, Ordering};
 /// Pops of one stripe between two fairness rounds (see the module docs).
 const FAIRNESS: usize = 61;
 
-/// Most stripes a [`StripedQueue`] makes (one per CPU up to this).
+/// Most stripes a [`StripedQueue`] makes (one per worker up to this).
 pub const MAX_STRIPES: usize = 16;
 
 /// Most items one batch steal moves onto the thief's stripe (protocol step
-/// 2a), besides the one it returns.
+/// 2), besides the one it returns.
 pub const STEAL_BATCH: usize = 32;
 
 /// Keeps each stripe's pop counter and ring header off its neighbours'
@@ -137,6 +138,16 @@ impl<T, L: RawLock> Striped<T, L> {
         // does it), and the stripe's owner is spared a locked RMW.
         let n = pops.load(Ordering::Relaxed);
         pops.store(n.wrapping_add(1), Ordering::Relaxed);
+        if self.mask == 0 {
+            // One stripe: no scan, no steal; the fairness round only looks
+            // at the overflow.
+            if n % FAIRNESS == FAIRNESS - 1 {
+                if let Some(v) = self.overflow.pop() {
+                    return Some(v);
+                }
+            }
+            return self.stripes[0].ring.pop(relax).or_else(|| self.overflow.pop());
+        }
         let start = if n % FAIRNESS == FAIRNESS - 1 {
             if let Some(v) = self.overflow.pop() {
                 return Some(v);
@@ -156,8 +167,8 @@ impl<T, L: RawLock> Striped<T, L> {
                 continue;
             }
             if let Some(v) = ring.pop(relax) {
-                // Step 2a: the own stripe was asked first (i > 0 and no
-                // fairness round) and was empty.
+                // Step 2's batch steal: the own stripe was asked first
+                // (i > 0 and no fairness round) and was empty.
                 if i > 0 && start == own {
                     self.steal_batch(s, own, relax);
                 }
@@ -167,7 +178,7 @@ impl<T, L: RawLock> Striped<T, L> {
         self.overflow.pop()
     }
 
-    /// Protocol step 2a: moves half of stripe `from`'s items (at most
+    /// Protocol step 2's batch steal: moves half of stripe `from`'s items (at most
     /// [`STEAL_BATCH`]) onto stripe `to`, oldest first. Out of line: the
     /// pop that calls it already found its own stripe empty.
     #[cold]
@@ -206,8 +217,10 @@ impl<T, L: RawLock> Striped<T, L> {
 }
 
 /// The striped run queue: `Striped` with the calling worker's index as the
-/// stripe hint (plain threads go round robin), one stripe per CPU up to
-/// `MAX_STRIPES`.
+/// stripe hint (plain threads go round robin), one stripe per worker (a
+/// power of two, up to `MAX_STRIPES`). With one stripe (one worker) there
+/// is nothing to scan or steal: every push and pop uses stripe 0 without
+/// asking which worker calls, the default ring's path plus a loop of one.
 pub struct StripedQueue<P: Platform> {
     inner: Striped<Runnable, P::Lock>,
     /// Round-robin stripe for pushes and pops from plain OS threads.
@@ -231,9 +244,13 @@ impl<P: Platform> StripedQueue<P> {
         self.inner.stripes()
     }
 
-    /// The calling worker's stripe; round robin for a plain thread.
+    /// The calling worker's stripe; round robin for a plain thread; 0
+    /// when there is one stripe.
     #[inline]
     fn hint(&self) -> usize {
+        if self.inner.mask == 0 {
+            return 0;
+        }
         match crate::sched::current_worker::<P>() {
             Some(w) => w,
             None => {
@@ -250,8 +267,8 @@ impl<P: Platform> StripedQueue<P> {
 impl<P: Platform> RunQueue<P> for StripedQueue<P> {
     const NAME: &'static str = "striped";
 
-    fn with_capacity(capacity: usize) -> Self {
-        Self::with_stripes(capacity, P::cpu_count().clamp(1, MAX_STRIPES))
+    fn with_capacity(capacity: usize, workers: usize) -> Self {
+        Self::with_stripes(capacity, workers.clamp(1, MAX_STRIPES))
     }
 
     #[inline]
