@@ -5,7 +5,7 @@
 //! - [`AutoQueue`] (the default): a [`RingQueue`] for a one-worker runtime,
 //!   a [`StripedQueue`] for more. On a 16-core machine the one shared ring
 //!   makes every worker's push and pop meet on two cache lines, and a yield
-//!   storm on 2 to 16 workers ran 3 to 7 times slower on it than on the
+//!   storm on 2 to 16 workers ran 3 to 8 times slower on it than on the
 //!   stripes; on one worker the stripes' extra indirection costs about a
 //!   tenth of a yield (docs/benchmarks.md, "Run queues on many cores").
 //! - [`RingQueue`]: the bounded MPMC [`Ring`] plus an unbounded

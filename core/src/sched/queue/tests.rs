@@ -189,3 +189,18 @@ fn threads_conserve_items() {
     seen.extend(core::iter::from_fn(|| q.pop_at(0, &mut relax)));
     assert_conserved(seen, THREADS * per);
 }
+
+#[test]
+fn the_default_queue_is_the_ring_on_one_worker_and_a_stripe_per_worker_on_more() {
+    use crate::sched::queue::{AutoQueue, RunQueue};
+    use crate::seam::test_platform::StdPlatform;
+    let stripes = |workers| match AutoQueue::<StdPlatform>::with_capacity(64, workers) {
+        AutoQueue::Ring(_) => None,
+        AutoQueue::Striped(q) => Some(q.stripes()),
+    };
+    assert_eq!(stripes(1), None);
+    assert_eq!(stripes(2), Some(2));
+    assert_eq!(stripes(3), Some(4));
+    assert_eq!(stripes(16), Some(16));
+    assert_eq!(stripes(64), Some(super::striped::MAX_STRIPES));
+}
