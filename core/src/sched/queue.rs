@@ -183,9 +183,11 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
 }
 
 /// The default run queue: [`RingQueue`] when the runtime has one worker,
-/// [`StripedQueue`] (one stripe per worker, batch steals) when it has more
-/// (see the [module docs](self)). The variant is chosen once, at build, so
-/// each push and pop pays one predictable branch.
+/// [`StripedQueue`] (one stripe per worker, batch steals) when it has more.
+/// On 16 cores the one shared ring made a yield storm on 2 to 16 workers 3
+/// to 8 times slower than the stripes; on one worker the stripes' extra
+/// indirection costs about a tenth of a yield. The variant is chosen once,
+/// at build, so each push and pop pays one predictable branch.
 // The ring variant is inline and large: one per runtime, and boxing it would
 // add a pointer chase to every push and pop on one worker.
 #[allow(clippy::large_enum_variant)]
