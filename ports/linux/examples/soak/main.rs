@@ -6,7 +6,7 @@
 //! cargo run --release -p smarm-linux --features failpoints --example soak -- \
 //!     [--actors 1024] [--messages 1000000] [--workers 4xCPUs] [--hogs CPUs] \
 //!     [--seed 1] [--failpoints] [--watchdog-secs 30] [--warmup N] \
-//!     [--sabotage lose|dup|hang|leak] [--report-secs 60] [--queue ring|striped|mutex]
+//!     [--sabotage lose|dup|hang|leak] [--report-secs 60] [--queue auto|ring|striped|mutex]
 //! ```
 //!
 //! Each of `--actors` slots holds one actor; an actor answers every data
@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 
 use smarm_core::RunQueue;
 use smarm_linux::failpoint::Site;
-use smarm_linux::{Linux, MutexQueue, RingQueue, RuntimeWith, StripedQueue};
+use smarm_linux::{AutoQueue, Linux, MutexQueue, RingQueue, RuntimeWith, StripedQueue};
 
 mod graph;
 mod guard;
@@ -98,7 +98,7 @@ struct Config {
 fn usage(msg: &str) -> ! {
     eprintln!(
         "soak: {msg}\nusage: soak [--actors N] [--messages N] [--warmup N] [--workers N] [--hogs N] \
-         [--seed N] [--failpoints] [--watchdog-secs N] [--sabotage lose|dup|hang|leak] [--report-secs 60] [--queue ring|striped|mutex]"
+         [--seed N] [--failpoints] [--watchdog-secs N] [--sabotage lose|dup|hang|leak] [--report-secs 60] [--queue auto|ring|striped|mutex]"
     );
     std::process::exit(2)
 }
@@ -148,7 +148,7 @@ fn parse() -> Config {
         watchdog_secs: num("--watchdog-secs").unwrap_or(30),
         report_secs: num("--report-secs"),
         queue: match args.iter().position(|a| a == "--queue").map(|i| args.get(i + 1)) {
-            None => "ring".into(),
+            None => "auto".into(),
             Some(Some(q)) => q.clone(),
             Some(None) => usage("--queue needs a value"),
         },
@@ -342,10 +342,11 @@ fn main() {
     let c = parse();
     guard::without_thread_stack_cache();
     let round = match c.queue.as_str() {
+        "auto" => round::<AutoQueue>,
         "ring" => round::<RingQueue>,
         "striped" => round::<StripedQueue>,
         "mutex" => round::<MutexQueue>,
-        q => usage(&format!("--queue: ring, striped or mutex, not {q}")),
+        q => usage(&format!("--queue: auto, ring, striped or mutex, not {q}")),
     };
     println!(
         "soak: actors={} messages={} warmup={} workers={} hogs={} seed={} failpoints={} watchdog={}s queue={}",
