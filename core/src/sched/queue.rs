@@ -76,7 +76,8 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     }
 }
 
-/// The default run queue: an MPMC ring with an overflow list.
+/// The ring run queue (the default on one worker): an MPMC ring with an
+/// overflow list.
 pub struct RingQueue<P: Platform> {
     ring: Ring<Runnable>,
     overflow: Overflow<Runnable, P::Lock>,

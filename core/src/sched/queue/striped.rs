@@ -220,7 +220,7 @@ impl<T, L: RawLock> Striped<T, L> {
 /// stripe hint (plain threads go round robin), one stripe per worker (a
 /// power of two, up to `MAX_STRIPES`). With one stripe (one worker) there
 /// is nothing to scan or steal: every push and pop uses stripe 0 without
-/// asking which worker calls, the default ring's path plus a loop of one.
+/// asking which worker calls: the ring queue's path.
 pub struct StripedQueue<P: Platform> {
     inner: Striped<Runnable, P::Lock>,
     /// Round-robin stripe for pushes and pops from plain OS threads.
