@@ -127,11 +127,11 @@ fn with_no_wake_the_actor_stays_parked() {
 // ---------------------------------------------------------------------------
 // The yield handoff: A yields by switching to the queue's oldest actor B
 // (`H2` pops B from the run queue); on B's stack, `H5` stores A's sp and
-// queues A (the real `Ring`, which every run queue but the mutex one is built
-// on). Another worker
-// popping the queue meanwhile may take B first (then there is no handoff
-// and the loop queues A the same way) and may take A as soon as it is
-// queued: it must resume A at the sp stored before the push.
+// queues A (the real `Ring`, which every run queue but the mutex one is
+// built on). Another worker popping the queue meanwhile may take B first
+// (then there is no handoff and the loop queues A the same way) and may
+// take A as soon as it is queued: it must resume A at the sp stored before
+// the push.
 // ---------------------------------------------------------------------------
 
 use smarm_core::ring::Ring;
