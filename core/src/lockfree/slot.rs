@@ -12,12 +12,16 @@
 
 use core::ptr;
 
-use crate::sync::{AtomicPtr, Ordering};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 
 /// A single-value handoff cell: owner puts, owner or thieves take.
 #[derive(Debug)]
 pub struct Slot<T> {
     ptr: AtomicPtr<T>,
+    /// Puts so far (wrapping), beside `ptr` on its line: a thief that reads
+    /// the same pointer twice tells "it sat there all along" from "it was
+    /// taken and put again" (an actor woken over and over) by this count.
+    puts: AtomicUsize,
 }
 
 impl<T> Default for Slot<T> {
@@ -31,6 +35,7 @@ impl<T> Slot<T> {
     pub fn new() -> Self {
         Slot {
             ptr: AtomicPtr::new(ptr::null_mut()),
+            puts: AtomicUsize::new(0),
         }
     }
 
@@ -39,6 +44,11 @@ impl<T> Slot<T> {
     #[inline]
     pub fn put(&self, p: *mut T) -> *mut T {
         debug_assert!(!p.is_null());
+        // Relaxed load + store, not a fetch_add: only the owner puts (a
+        // lost increment between racing putters would still change the
+        // count), and thieves read it as a hint next to `peek`.
+        let n = self.puts.load(Ordering::Relaxed);
+        self.puts.store(n.wrapping_add(1), Ordering::Relaxed);
         // AcqRel: Release publishes what the putter wrote about `p` to the
         // Acquire swap in `take`; Acquire takes ownership of the displaced
         // value (published by its own putter's Release).
@@ -62,5 +72,42 @@ impl<T> Slot<T> {
     pub fn peek(&self) -> *mut T {
         // Relaxed: a hint; ownership moves only through `put`/`take`.
         self.ptr.load(Ordering::Relaxed)
+    }
+
+    /// A racy look at the slot and its put count: equal stamps read some
+    /// time apart mean the same value sat in the slot all along (up to a
+    /// wrap of the count), not that it was taken and put again.
+    #[inline]
+    pub fn stamp(&self) -> (*mut T, usize) {
+        // Relaxed (both): a hint, as `peek` is.
+        (
+            self.ptr.load(Ordering::Relaxed),
+            self.puts.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests {
+    use super::Slot;
+    use std::boxed::Box;
+
+    #[test]
+    fn a_stamp_tells_a_value_that_stayed_from_one_put_again() {
+        let slot = Slot::new();
+        let a = Box::into_raw(Box::new(1u32));
+        assert!(slot.put(a).is_null());
+        let first = slot.stamp();
+        assert_eq!(first.0, a);
+        assert_eq!(slot.stamp(), first, "nothing moved: the same stamp");
+        // Taken and put again: the same pointer, a new stamp.
+        assert_eq!(slot.take(), a);
+        assert!(slot.put(a).is_null());
+        let again = slot.stamp();
+        assert_eq!(again.0, first.0);
+        assert_ne!(again, first, "a put again must not look like a value that stayed");
+        assert_eq!(slot.take(), a);
+        // SAFETY: `a` came from `Box::into_raw` and is out of the slot.
+        drop(unsafe { Box::from_raw(a) });
     }
 }

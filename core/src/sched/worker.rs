@@ -163,18 +163,17 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             return Some((a, false));
         }
         // Last pass: another worker's run-next slot, after a grace period
-        // in which its owner may take it itself.
+        // in which its owner may take it itself: only an actor that sat in
+        // the slot all along (same pointer, same put count) is stolen.
         let n = self.core.workers.len();
         for k in 1..n {
             let victim = &self.core.workers[(index + k) % n];
-            let seen = victim.run_next.peek();
-            if seen.is_null() {
+            let seen = victim.run_next.stamp();
+            if seen.0.is_null() {
                 continue;
             }
-            for _ in 0..STEAL_GRACE_SPINS {
-                <P::Arch as Arch>::spin_hint();
-            }
-            if victim.run_next.peek() != seen {
+            Self::steal_grace();
+            if victim.run_next.stamp() != seen {
                 continue;
             }
             if let Some(a) = Self::take_slot(&victim.run_next) {
@@ -183,6 +182,24 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             }
         }
         None
+    }
+
+    /// Waits [`STEAL_GRACE_NS`] of the platform clock, spinning, without
+    /// touching the victim's slot line meanwhile (its owner writes it at
+    /// every wake). Not on a seeded schedule: one thread runs at a time
+    /// there, so waiting lets no owner act (and each read of the simulated
+    /// clock is a step of it).
+    #[cold]
+    fn steal_grace() {
+        if P::SEEDED_SCHEDULE {
+            return;
+        }
+        let start = P::now_ns();
+        while P::now_ns().saturating_sub(start) < STEAL_GRACE_NS {
+            for _ in 0..STEAL_GRACE_SPINS {
+                <P::Arch as Arch>::spin_hint();
+            }
+        }
     }
 
     /// Deterministic testing: lets the platform's seeded policy choose the
