@@ -179,7 +179,7 @@ pub(crate) const RUN_NEXT_CAP: u32 = 3;
 /// stays on its waker's worker (and cache) when that worker is about to run
 /// it anyway (Go waits ~3 µs). A time, not a spin count: one `pause` takes
 /// from a few ns to ~40 ns depending on the CPU (38 ns on an AMD EPYC VM,
-/// where 2,000 of them, this grace until 2026-12, waited 77 µs).
+/// where the earlier grace of 2,000 spins waited 77 µs).
 const STEAL_GRACE_NS: u64 = 5_000;
 
 /// Spins between two reads of the clock in the steal grace.
