@@ -195,7 +195,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::find_work`: own slot, queue, other workers' slots.
-    // mirror: core/src/sched/worker.rs find_work cd9590993f79
+    // mirror: core/src/sched/worker.rs find_work 013f22acb61b
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
             .or_else(|| self.queue.pop())

@@ -185,6 +185,24 @@ const STEAL_GRACE_NS: u64 = 5_000;
 /// Spins between two reads of the clock in the steal grace.
 const STEAL_GRACE_SPINS: u32 = 16;
 
+/// Waits [`STEAL_GRACE_NS`] of the platform clock, spinning, without
+/// touching the victim's slot line meanwhile (its owner writes it at every
+/// wake). Not on a seeded schedule: one thread runs at a time there, so
+/// waiting lets no owner act (and each read of the simulated clock is a
+/// step of it).
+#[cold]
+fn steal_grace<P: Platform>() {
+    if P::SEEDED_SCHEDULE {
+        return;
+    }
+    let start = P::now_ns();
+    while P::now_ns().saturating_sub(start) < STEAL_GRACE_NS {
+        for _ in 0..STEAL_GRACE_SPINS {
+            <P::Arch as Arch>::spin_hint();
+        }
+    }
+}
+
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {

@@ -172,7 +172,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             if seen.0.is_null() {
                 continue;
             }
-            Self::steal_grace();
+            steal_grace::<P>();
             if victim.run_next.stamp() != seen {
                 continue;
             }
@@ -182,24 +182,6 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             }
         }
         None
-    }
-
-    /// Waits [`STEAL_GRACE_NS`] of the platform clock, spinning, without
-    /// touching the victim's slot line meanwhile (its owner writes it at
-    /// every wake). Not on a seeded schedule: one thread runs at a time
-    /// there, so waiting lets no owner act (and each read of the simulated
-    /// clock is a step of it).
-    #[cold]
-    fn steal_grace() {
-        if P::SEEDED_SCHEDULE {
-            return;
-        }
-        let start = P::now_ns();
-        while P::now_ns().saturating_sub(start) < STEAL_GRACE_NS {
-            for _ in 0..STEAL_GRACE_SPINS {
-                <P::Arch as Arch>::spin_hint();
-            }
-        }
     }
 
     /// Deterministic testing: lets the platform's seeded policy choose the
