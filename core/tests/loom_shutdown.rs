@@ -195,7 +195,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::find_work`: own slot, queue, other workers' slots.
-    // mirror: core/src/sched/worker.rs find_work 013f22acb61b
+    // mirror: core/src/sched/worker.rs find_work a829fdbf5a60
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
             .or_else(|| self.queue.pop())
@@ -340,7 +340,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/rt/runtime.rs stop 96163302c6ae
+// mirror: core/src/rt/runtime.rs stop 9d7e956910ad
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);

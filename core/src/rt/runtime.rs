@@ -36,7 +36,9 @@ use crate::actor::Schedule;
 use crate::msg::mailbox::{Addr, Mailbox};
 use crate::sched::counters::CounterSnapshot;
 use crate::sched::queue::{AutoQueue, RunQueue};
-use crate::sched::{run_monitor, worker_thread, LongHoldHook, RtCore, SchedConfig, Shared, WorkerCtx};
+use crate::sched::{
+    run_monitor, take_slot, worker_thread, LongHoldHook, RtCore, SchedConfig, Shared, WorkerCtx,
+};
 use crate::seam::error::{
     BuildError, SpawnError, MAX_QUEUE_CAPACITY, MAX_STACK_SIZE, MAX_WORKERS, MIN_STACK_SIZE,
 };
@@ -517,11 +519,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         // dropping them unmaps their stacks.
         while self.shared.queue.pop().is_some() {}
         for w in core.workers.iter() {
-            let p = w.run_next.take();
-            if !p.is_null() {
-                // SAFETY: slot values are `Arc::into_raw` pointers.
-                drop(unsafe { Arc::from_raw(p) });
-            }
+            drop(take_slot(&w.run_next));
         }
         ShutdownReport { abandoned }
     }

@@ -146,12 +146,10 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
             // The owner's take (a thief may race it: `take` gives the
             // actor to one of us). A detached context's slot belongs to
             // the thread now serving its worker: not ours to empty.
-            let next = w.run_next.take();
-            if !next.is_null() {
-                // The slot holds `Arc::into_raw` pointers; `take` made
-                // this one ours. It is RUNNABLE, and the queue's push is
-                // the Release edge to its popper.
-                (*me).rt.as_ref().requeue(Arc::from_raw(next), index);
+            if let Some(next) = take_slot(&w.run_next) {
+                // RUNNABLE; the queue's push is the Release edge to its
+                // popper.
+                (*me).rt.as_ref().requeue(next, index);
             }
         }
         suspend::<P>(me, Request::Yield);

@@ -36,6 +36,15 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 }
 
+/// Takes the actor in a run-next slot, if any (the owner's or a thief's
+/// take: the slot holds `Arc::into_raw` pointers, and `take` gives each to
+/// one taker).
+pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<Arc<Actor>> {
+    let p = slot.take();
+    // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
+    (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+}
+
 /// Switches from the worker's stack into actor `a` and returns when it
 /// switches back, its sp saved (the sanitizers told of both switches).
 ///
@@ -113,12 +122,6 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         }
     }
 
-    pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<Arc<Actor>> {
-        let p = slot.take();
-        // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
-        (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
-    }
-
     /// Consecutive run-next runs before the queue is served first. With
     /// timeslices on, an actor woken into the slot inherits its waker's
     /// slice, so a ping-pong pair yields when their shared slice is spent
@@ -147,7 +150,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             self.seeded_pick(me);
         }
         if *streak < self.run_next_cap() {
-            if let Some(a) = Self::take_slot(&me.run_next) {
+            if let Some(a) = take_slot(&me.run_next) {
                 *streak += 1;
                 me.counters.run_next(1);
                 return Some((a, true));
@@ -158,7 +161,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             return Some((a, false));
         }
         // The cap skipped the slot and the queue was empty: run the slot.
-        if let Some(a) = Self::take_slot(&me.run_next) {
+        if let Some(a) = take_slot(&me.run_next) {
             me.counters.run_next(1);
             return Some((a, false));
         }
@@ -176,7 +179,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             if victim.run_next.stamp() != seen {
                 continue;
             }
-            if let Some(a) = Self::take_slot(&victim.run_next) {
+            if let Some(a) = take_slot(&victim.run_next) {
                 me.counters.steals(1);
                 return Some((a, false));
             }
@@ -194,7 +197,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// in.
     #[cold]
     pub(crate) fn seeded_pick(&self, me: &WorkerShared) {
-        if let Some(a) = Self::take_slot(&me.run_next) {
+        if let Some(a) = take_slot(&me.run_next) {
             me.counters.enqueued(1);
             self.queue.push(a);
         }

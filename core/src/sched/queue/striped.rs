@@ -138,16 +138,6 @@ impl<T, L: RawLock> Striped<T, L> {
         // does it), and the stripe's owner is spared a locked RMW.
         let n = pops.load(Ordering::Relaxed);
         pops.store(n.wrapping_add(1), Ordering::Relaxed);
-        if self.mask == 0 {
-            // One stripe: no scan, no steal; the fairness round only looks
-            // at the overflow.
-            if n % FAIRNESS == FAIRNESS - 1 {
-                if let Some(v) = self.overflow.pop() {
-                    return Some(v);
-                }
-            }
-            return self.stripes[0].ring.pop(relax).or_else(|| self.overflow.pop());
-        }
         let start = if n % FAIRNESS == FAIRNESS - 1 {
             if let Some(v) = self.overflow.pop() {
                 return Some(v);
@@ -218,9 +208,9 @@ impl<T, L: RawLock> Striped<T, L> {
 
 /// The striped run queue: `Striped` with the calling worker's index as the
 /// stripe hint (plain threads go round robin), one stripe per worker (a
-/// power of two, up to `MAX_STRIPES`). With one stripe (one worker) there
-/// is nothing to scan or steal: every push and pop uses stripe 0 without
-/// asking which worker calls: the ring queue's path.
+/// power of two, up to `MAX_STRIPES`). With one stripe (one worker) every
+/// push and pop uses stripe 0 without asking which worker calls (the
+/// default, [`AutoQueue`](super::AutoQueue), takes the plain ring there).
 pub struct StripedQueue<P: Platform> {
     inner: Striped<Runnable, P::Lock>,
     /// Round-robin stripe for pushes and pops from plain OS threads.
