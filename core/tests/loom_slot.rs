@@ -74,3 +74,46 @@ fn two_thieves_and_the_owner() {
         assert_eq!(got, vec![7]);
     });
 }
+
+/// A slot without thieves (a one-worker runtime) whose owner's duty moves
+/// to another thread over a Release/Acquire word, as a blocking call hands
+/// a worker to its successor, while a third thread peeks (the idle
+/// check): the successor finds the value the first owner left, the value
+/// it displaces comes back to it, and each is owned exactly once.
+#[test]
+fn an_owner_only_slot_changes_threads_over_a_handoff() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    loom::model(|| {
+        let slot = Arc::new(Slot::owner_only());
+        let duty = Arc::new(AtomicBool::new(false));
+        let (s1, d1) = (slot.clone(), duty.clone());
+        let first = thread::spawn(move || {
+            assert!(own(s1.put(boxed(1))).is_none());
+            assert_eq!(own(s1.put(boxed(2))), Some(1), "the owner's own put displaces");
+            // Release: the duty's handoff, the edge the contract asks for.
+            d1.store(true, Ordering::Release);
+        });
+        let s3 = slot.clone();
+        let peeker = thread::spawn(move || {
+            // Racy hints only (no value is read through them): the count a
+            // thief would compare never moves on a slot without thieves.
+            let (_, before) = s3.stamp();
+            let _ = s3.peek();
+            assert_eq!(s3.stamp().1, before, "an owner-only slot keeps no put count");
+        });
+        // The successor: takes over once the duty is handed.
+        // Acquire: pairs with the Release store above.
+        while !duty.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        peeker.join().unwrap();
+        assert_eq!(
+            own(slot.put(boxed(3))),
+            Some(2),
+            "the successor sees the first owner's put"
+        );
+        assert_eq!(own(slot.take()), Some(3));
+        assert!(own(slot.take()).is_none());
+        first.join().unwrap();
+    });
+}

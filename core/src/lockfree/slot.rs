@@ -9,6 +9,13 @@
 //! model `core/tests/loom_slot.rs` checks conservation under every
 //! interleaving. The fairness rules (the owner's cap on consecutive slot
 //! runs, the thief's grace period) live in the scheduler.
+//!
+//! A slot made with [`Slot::owner_only`] has no thieves (a one-worker
+//! runtime: nobody to steal): one thread at a time puts and takes, each
+//! change of thread ordered by something else (a worker's duty handed to
+//! another thread, a join), and every transfer is a plain load and store
+//! instead of a locked swap: two read-modify-writes fewer per message
+//! round trip that wakes into the slot.
 
 use core::ptr;
 
@@ -21,8 +28,17 @@ pub struct Slot<T> {
     /// Puts so far (wrapping), beside `ptr` on its line: a thief that reads
     /// the same pointer twice tells "it sat there all along" from "it was
     /// taken and put again" (an actor woken over and over) by this count.
+    /// It counts in twos (always even); the odd [`OWNER_ONLY`] marks a
+    /// slot without thieves ([`Slot::owner_only`]), which keeps no count
+    /// (only thieves read it). The mode thus costs no extra field: the
+    /// slot stays two words, and the mode is read from the line the
+    /// operation touches anyway.
     puts: AtomicUsize,
 }
+
+/// `puts` of a slot without thieves (odd: a counting slot's `puts` is
+/// always even).
+const OWNER_ONLY: usize = 1;
 
 impl<T> Default for Slot<T> {
     fn default() -> Self {
@@ -31,11 +47,25 @@ impl<T> Default for Slot<T> {
 }
 
 impl<T> Slot<T> {
-    /// An empty slot.
+    /// An empty slot that thieves may take from while the owner puts and
+    /// takes.
     pub fn new() -> Self {
         Slot {
             ptr: AtomicPtr::new(ptr::null_mut()),
             puts: AtomicUsize::new(0),
+        }
+    }
+
+    /// An empty slot without thieves: `put` and `take` are plain loads and
+    /// stores. Only one thread at a time may call them, and a later
+    /// caller on another thread must be ordered after the earlier one by
+    /// a happens-before edge of its own (a Release/Acquire handoff, a
+    /// thread join); `peek` and `stamp` stay racy hints anywhere (`stamp`'s
+    /// count does not move: no thief compares it).
+    pub fn owner_only() -> Self {
+        Slot {
+            ptr: AtomicPtr::new(ptr::null_mut()),
+            puts: AtomicUsize::new(OWNER_ONLY),
         }
     }
 
@@ -44,11 +74,23 @@ impl<T> Slot<T> {
     #[inline]
     pub fn put(&self, p: *mut T) -> *mut T {
         debug_assert!(!p.is_null());
-        // Relaxed load + store, not a fetch_add: only the owner puts (a
-        // lost increment between racing putters would still change the
-        // count), and thieves read it as a hint next to `peek`.
+        // Relaxed: the mode never changes; the count is a hint (below).
         let n = self.puts.load(Ordering::Relaxed);
-        self.puts.store(n.wrapping_add(1), Ordering::Relaxed);
+        if n == OWNER_ONLY {
+            // Acquire/Release (free on x86-64): the owner's previous store
+            // and this one are ordered by the contract (one thread at a
+            // time, each change of thread a happens-before edge); they
+            // also publish `p` to a `peek`er's later Acquire, which no
+            // caller relies on.
+            let old = self.ptr.load(Ordering::Acquire);
+            self.ptr.store(p, Ordering::Release);
+            return old;
+        }
+        // Relaxed load (above) + store, not a fetch_add: only the owner
+        // puts (a lost increment between racing putters would still
+        // change the count), and thieves read it as a hint next to `peek`.
+        // In twos: it stays even, never `OWNER_ONLY`.
+        self.puts.store(n.wrapping_add(2), Ordering::Relaxed);
         // AcqRel: Release publishes what the putter wrote about `p` to the
         // Acquire swap in `take`; Acquire takes ownership of the displaced
         // value (published by its own putter's Release).
@@ -62,6 +104,15 @@ impl<T> Slot<T> {
         // for thieves, and for the owner after the slot was drained).
         if self.ptr.load(Ordering::Relaxed).is_null() {
             return ptr::null_mut();
+        }
+        // Relaxed: the mode never changes.
+        if self.puts.load(Ordering::Relaxed) == OWNER_ONLY {
+            // Acquire: pairs with `put`'s Release store (the contract
+            // orders them anyway); nobody else takes, so the value read
+            // is the one we clear.
+            let p = self.ptr.load(Ordering::Acquire);
+            self.ptr.store(ptr::null_mut(), Ordering::Relaxed);
+            return p;
         }
         // Acquire: pairs with the AcqRel swap in `put`.
         self.ptr.swap(ptr::null_mut(), Ordering::Acquire)
@@ -109,5 +160,39 @@ mod tests {
         assert_eq!(slot.take(), a);
         // SAFETY: `a` came from `Box::into_raw` and is out of the slot.
         drop(unsafe { Box::from_raw(a) });
+    }
+
+    #[test]
+    fn an_owner_only_slot_hands_each_value_out_once() {
+        let slot: Slot<u32> = Slot::owner_only();
+        let a = Box::into_raw(Box::new(1u32));
+        let b = Box::into_raw(Box::new(2u32));
+        assert!(slot.take().is_null(), "empty at first");
+        assert!(slot.put(a).is_null());
+        assert_eq!(slot.peek(), a);
+        assert_eq!(slot.put(b), a, "a put hands back the value it displaces");
+        assert_eq!(slot.take(), b);
+        assert!(slot.take().is_null(), "taken once, then empty");
+        assert!(slot.peek().is_null());
+        // SAFETY: both came from `Box::into_raw` and are out of the slot.
+        unsafe {
+            drop(Box::from_raw(a));
+            drop(Box::from_raw(b));
+        }
+    }
+
+    #[test]
+    fn an_owner_only_slot_moves_to_another_thread_after_a_join() {
+        let slot = std::sync::Arc::new(Slot::owner_only());
+        let a = Box::into_raw(Box::new(7u32)) as usize;
+        let s2 = slot.clone();
+        // The first owner puts; the join orders its store before ours.
+        std::thread::spawn(move || assert!(s2.put(a as *mut u32).is_null()))
+            .join()
+            .unwrap();
+        let p = slot.take();
+        assert_eq!(p as usize, a);
+        // SAFETY: from `Box::into_raw`, out of the slot.
+        assert_eq!(*unsafe { Box::from_raw(p) }, 7);
     }
 }

@@ -112,7 +112,7 @@ pub mod io;
 pub mod local;
 mod monitor;
 mod nodes;
-pub(crate) use nodes::{node_alloc, node_free};
+pub(crate) use nodes::{node_alloc, node_alloc_in, node_free};
 pub(crate) mod names;
 pub mod overflow;
 pub mod queue;
@@ -206,7 +206,8 @@ fn steal_grace<P: Platform>() {
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {
-    /// The run-next slot: owner puts, idle workers may take.
+    /// The run-next slot: owner puts, idle workers may take (owner-only
+    /// with one worker).
     pub(crate) run_next: Slot<Actor>,
     pub(crate) counters: Counters,
     /// Samples for dumps and the long-hold monitor, on their own cache line
@@ -467,7 +468,15 @@ impl<P: Platform> RtCore<P> {
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
                 .map(|_| WorkerShared {
-                    run_next: Slot::new(),
+                    // One worker: nobody steals, and the thread serving the
+                    // worker is the slot's only user (a blocking call's
+                    // successor takes the duty over a Release/Acquire word;
+                    // the runtime's drop comes after the join).
+                    run_next: if workers > 1 {
+                        Slot::new()
+                    } else {
+                        Slot::owner_only()
+                    },
                     counters: Counters::default(),
                     samples: Samples {
                         running: AtomicU64::new(0),
