@@ -15,7 +15,18 @@ use crate::seam::platform::Platform;
 /// allocator on a plain thread.
 #[inline]
 pub(crate) fn node_alloc<T, P: Platform>() -> NonNull<Node<T>> {
-    let c = ctx::<P>();
+    // SAFETY: read just now, on this thread.
+    unsafe { node_alloc_in::<T, P>(ctx::<P>()) }
+}
+
+/// [`node_alloc`] for a caller that read the current-worker slot already.
+///
+/// # Safety
+///
+/// `c` is what `ctx::<P>()` returned on this thread, with no switch since
+/// (the caller may have moved to another worker's thread across one).
+#[inline]
+pub(crate) unsafe fn node_alloc_in<T, P: Platform>(c: *mut WorkerCtx<P>) -> NonNull<Node<T>> {
     if c.is_null() {
         return Node::<T>::alloc_global();
     }

@@ -103,7 +103,17 @@ pub(crate) unsafe fn slice_spent<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
 /// reads the cycle counter only when it runs out.
 #[inline]
 pub(crate) fn safe_point<P: Platform>() {
-    let c = ctx::<P>();
+    // SAFETY: read just now, on this thread.
+    unsafe { safe_point_in::<P>(ctx::<P>()) }
+}
+
+/// [`safe_point`] for a caller that read the current-worker slot already.
+///
+/// # Safety
+///
+/// `c` is what `ctx::<P>()` returned on this thread, with no switch since.
+#[inline]
+pub(crate) unsafe fn safe_point_in<P: Platform>(c: *mut WorkerCtx<P>) {
     if c.is_null() {
         return;
     }

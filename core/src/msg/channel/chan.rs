@@ -231,15 +231,20 @@ impl<T> Chan<T> {
     /// `S2`–`S3`: queues `v` and wakes a waiting receiver.
     #[inline]
     pub(crate) fn push<P: Platform>(&self, v: T) {
+        // One read of the current-worker slot for the node and the safe
+        // point: nothing between them switches (a wake only queues).
+        let c = sched::ctx::<P>();
         // S2 (a SeqCst swap inside).
-        // SAFETY: a fresh node from the node allocator, exclusively ours.
-        unsafe { self.queue.push(sched::node_alloc::<T, P>(), v) };
+        // SAFETY: a fresh node from the node allocator (`c` read just
+        // now), exclusively ours.
+        unsafe { self.queue.push(sched::node_alloc_in::<T, P>(c), v) };
         // S3.
         if self.rx.is_set() {
             self.wake_receiver();
         }
         // A safe point: an actor whose timeslice is spent yields here.
-        sched::safe_point::<P>();
+        // SAFETY: `c` read on this thread, no switch since (above).
+        unsafe { sched::safe_point_in::<P>(c) };
     }
 
     /// `S3`'s slow path, `D2`, and a receive timer's poke: takes the
