@@ -468,10 +468,8 @@ impl<P: Platform> RtCore<P> {
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
                 .map(|_| WorkerShared {
-                    // One worker: nobody steals, and the thread serving the
-                    // worker is the slot's only user (a blocking call's
-                    // successor takes the duty over a Release/Acquire word;
-                    // the runtime's drop comes after the join).
+                    // One worker: no thieves (see `Slot::owner_only`; a
+                    // successor thread gets the duty over a Release/Acquire word).
                     run_next: if workers > 1 {
                         Slot::new()
                     } else {
