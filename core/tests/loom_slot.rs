@@ -84,7 +84,10 @@ fn two_thieves_and_the_owner() {
 fn an_owner_only_slot_changes_threads_over_a_handoff() {
     use loom::sync::atomic::{AtomicBool, Ordering};
     loom::model(|| {
-        let slot = Arc::new(Slot::owner_only());
+        // SAFETY: `first` puts, then we put and take only after its
+        // Release store of `duty` (our Acquire load): one thread at a time,
+        // ordered; the peeker only peeks.
+        let slot = Arc::new(unsafe { Slot::owner_only() });
         let duty = Arc::new(AtomicBool::new(false));
         let (s1, d1) = (slot.clone(), duty.clone());
         let first = thread::spawn(move || {

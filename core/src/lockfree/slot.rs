@@ -57,12 +57,18 @@ impl<T> Slot<T> {
     }
 
     /// An empty slot without thieves: `put` and `take` are plain loads and
-    /// stores. Only one thread at a time may call them, and a later
-    /// caller on another thread must be ordered after the earlier one by
-    /// a happens-before edge of its own (a Release/Acquire handoff, a
-    /// thread join); `peek` and `stamp` stay racy hints anywhere (`stamp`'s
-    /// count does not move: no thief compares it).
-    pub fn owner_only() -> Self {
+    /// stores. `peek` and `stamp` stay racy hints from any thread
+    /// (`stamp`'s count does not move: no thief compares it).
+    ///
+    /// # Safety
+    ///
+    /// Only one thread at a time calls `put` and `take`, and a later caller
+    /// on another thread is ordered after the earlier one by a
+    /// happens-before edge of its own (a Release/Acquire handoff, a thread
+    /// join). Two racing calls could hand one value to both callers (or
+    /// lose one): callers that own what the slot returns would then free
+    /// it twice.
+    pub unsafe fn owner_only() -> Self {
         Slot {
             ptr: AtomicPtr::new(ptr::null_mut()),
             puts: AtomicUsize::new(OWNER_ONLY),
@@ -164,7 +170,8 @@ mod tests {
 
     #[test]
     fn an_owner_only_slot_hands_each_value_out_once() {
-        let slot: Slot<u32> = Slot::owner_only();
+        // SAFETY: one thread uses it.
+        let slot: Slot<u32> = unsafe { Slot::owner_only() };
         let a = Box::into_raw(Box::new(1u32));
         let b = Box::into_raw(Box::new(2u32));
         assert!(slot.take().is_null(), "empty at first");
@@ -183,7 +190,9 @@ mod tests {
 
     #[test]
     fn an_owner_only_slot_moves_to_another_thread_after_a_join() {
-        let slot = std::sync::Arc::new(Slot::owner_only());
+        // SAFETY: the spawned thread's put is ordered before our take by
+        // the join.
+        let slot = std::sync::Arc::new(unsafe { Slot::owner_only() });
         let a = Box::into_raw(Box::new(7u32)) as usize;
         let s2 = slot.clone();
         // The first owner puts; the join orders its store before ours.

@@ -468,12 +468,13 @@ impl<P: Platform> RtCore<P> {
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
                 .map(|_| WorkerShared {
-                    // One worker: no thieves (see `Slot::owner_only`; a
-                    // successor thread gets the duty over a Release/Acquire word).
                     run_next: if workers > 1 {
                         Slot::new()
                     } else {
-                        Slot::owner_only()
+                        // SAFETY: one worker, no thieves: only its serving
+                        // thread puts and takes (a successor gets the duty
+                        // over a Release/Acquire word; drop joins first).
+                        unsafe { Slot::owner_only() }
                     },
                     counters: Counters::default(),
                     samples: Samples {
