@@ -83,13 +83,12 @@ impl<T> Slot<T> {
         // Relaxed: the mode never changes; the count is a hint (below).
         let n = self.puts.load(Ordering::Relaxed);
         if n == OWNER_ONLY {
-            // Acquire/Release (free on x86-64): the owner's previous store
-            // and this one are ordered by the contract (one thread at a
-            // time, each change of thread a happens-before edge); they
-            // also publish `p` to a `peek`er's later Acquire, which no
-            // caller relies on.
-            let old = self.ptr.load(Ordering::Acquire);
-            self.ptr.store(p, Ordering::Release);
+            // Relaxed: the contract orders every put and take (one thread
+            // at a time, each change of thread a happens-before edge of
+            // its own), and that edge carries what the putter wrote about
+            // `p`; `peek` is a hint.
+            let old = self.ptr.load(Ordering::Relaxed);
+            self.ptr.store(p, Ordering::Relaxed);
             return old;
         }
         // Relaxed load (above) + store, not a fetch_add: only the owner
@@ -108,15 +107,14 @@ impl<T> Slot<T> {
     pub fn take(&self) -> *mut T {
         // Relaxed probe first: an empty slot costs no RMW (the common case
         // for thieves, and for the owner after the slot was drained).
-        if self.ptr.load(Ordering::Relaxed).is_null() {
+        let p = self.ptr.load(Ordering::Relaxed);
+        if p.is_null() {
             return ptr::null_mut();
         }
         // Relaxed: the mode never changes.
         if self.puts.load(Ordering::Relaxed) == OWNER_ONLY {
-            // Acquire: pairs with `put`'s Release store (the contract
-            // orders them anyway); nobody else takes, so the value read
-            // is the one we clear.
-            let p = self.ptr.load(Ordering::Acquire);
+            // The probe's value is the one to take: nobody else takes, and
+            // the contract orders it after its put (as in `put`).
             self.ptr.store(ptr::null_mut(), Ordering::Relaxed);
             return p;
         }
