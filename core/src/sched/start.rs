@@ -94,7 +94,10 @@ impl<P: Platform> RtCore<P> {
         crate::actor::sanitizer::fresh_stack(stack.usable_range());
         // SAFETY: written once by the builder before the runtime is shared.
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
-        let actor = Arc::new(Actor::new(life.id, entry, stack, P::stack_free, rt, life.clone()));
+        // The caller's `life` reference moves into the control block (no
+        // count to bump here and drop again below).
+        let actor = Arc::new(Actor::new(life.id, entry, stack, P::stack_free, rt, life));
+        let life = &actor.life;
         life.bind_actor(&actor, shared);
         // SAFETY: `top` is 64-aligned, at most 1/64 of the stack below the
         // end of a fresh mapping of at least the runtime's minimum stack
