@@ -38,6 +38,8 @@ MUTANTS=(
 'zero-timeout-loses-value#core/src/msg/channel/zero.rs#return Found::Back\(back\);#return if closed { Found::Back(back) } else { Found::Taken };#loom_channel#zero_send_timeout_expiry_vs_recv#exactly one way'
 'link-claim-ignores-unlink#core/src/actor/life.rs#let linked = mine\.swap_remove\(i\)\.1;#let linked = { mine.swap_remove(i); true };#loom_links#unlink_races_the_partners_exit_one_finds_the_link#exactly one finds the link'
 'demonitor-no-wait#core/src/supervise/link.rs#while self\.0\.load\(Ordering::Acquire\) == SENDING \{#while false && self.0.load(Ordering::Acquire) == SENDING {#loom_links#demonitor_races_the_exit_hook_no_notice_after_it_returns#Causality violation'
+'join-ref-drop-relaxed#core/src/spawn/slot.rs#if self\.refs\.fetch_sub\(1, Ordering::Release\) != 1 \{\n            return;\n        \}\n        fence\(Ordering::Acquire\);#if self.refs.fetch_sub(1, Ordering::Relaxed) != 1 {\n            return;\n        }#loom_join#a_detach_racing_the_finish_drops_the_result_once#Causality violation'
+'join-complete-relaxed#core/src/spawn/slot.rs#match self\.state\.swap\(DONE, Ordering::AcqRel\)#match self.state.swap(DONE, Ordering::Relaxed)#loom_join#a_join_racing_the_finish_gets_the_value#Causality violation'
 'park-word-relaxed#core/src/actor/mod.rs#state\.compare_exchange\(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire\)#state.compare_exchange(RUNNING, PARKED, Ordering::Relaxed, Ordering::Relaxed)#loom_handoff#a_wake_racing_the_handoff_park_makes_the_actor_runnable_once#Causality violation'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two

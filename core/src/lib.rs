@@ -65,6 +65,10 @@ pub use actor::Cancelled;
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub use sched::io::loom_record;
+/// Loom models only: a spawn's join cell (`core/tests/loom_join.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub use spawn::slot::loom_join;
 /// Loom models only: a monitor's state word (`core/tests/loom_links.rs`).
 #[cfg(smarm_loom)]
 #[doc(hidden)]

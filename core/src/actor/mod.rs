@@ -289,9 +289,57 @@ pub(crate) enum Request {
     Overflowed(Option<Arc<Actor>>),
 }
 
-/// The body of an actor: runs the user's closure, stores its result, and
-/// returns the joiner to wake, if one is parked.
-pub(crate) type Entry = Box<dyn FnOnce(&Actor) -> Option<Arc<Actor>> + Send>;
+/// What an actor runs: the spawn layer's body, seen without its types (a
+/// pointer and its functions; the spawn layer keeps the body and the join
+/// slot in one allocation). Consumed by [`run`](Self::run), which runs the
+/// user's closure, stores its result and returns the joiner to wake;
+/// dropped unrun (an actor never started, dropped at shutdown), it drops
+/// the body and completes the join with no result.
+pub(crate) struct Entry {
+    body: NonNull<u8>,
+    vt: &'static EntryVt,
+}
+
+/// An entry's functions, for one body type.
+pub(crate) struct EntryVt {
+    /// Runs the body as the given actor; returns the joiner to wake.
+    pub(crate) run: unsafe fn(NonNull<u8>, &Actor) -> Option<Arc<Actor>>,
+    /// Drops the body unrun.
+    pub(crate) drop: unsafe fn(NonNull<u8>),
+}
+
+// SAFETY: what `body` points to is `Send` (`new`'s contract) and the entry
+// is its only user until it runs or drops it.
+unsafe impl Send for Entry {}
+
+impl Entry {
+    /// An entry for `body`, run or dropped by `vt`'s functions.
+    ///
+    /// # Safety
+    ///
+    /// `body` stays valid until one of `vt`'s functions is called with it,
+    /// which each may be with it once (either one, once), on any thread;
+    /// what it points to is `Send`.
+    pub(crate) unsafe fn new(body: NonNull<u8>, vt: &'static EntryVt) -> Self {
+        Entry { body, vt }
+    }
+
+    /// Runs the body as `actor`; returns the joiner to wake.
+    pub(crate) fn run(self, actor: &Actor) -> Option<Arc<Actor>> {
+        let e = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `new`'s contract: the entry is consumed here, so `run` is
+        // called once and `drop` never after.
+        unsafe { (e.vt.run)(e.body, actor) }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // SAFETY: `new`'s contract: never run (`run` consumes the entry),
+        // dropped once.
+        unsafe { (self.vt.drop)(self.body) }
+    }
+}
 
 /// An actor's control block. Shared as `Arc<Actor>` between the queues,
 /// the worker running it and wakers' registrations.

@@ -131,9 +131,10 @@ impl ActorInfo {
 
 /// Heap bytes of the runtime's own state per actor, besides its stack: the
 /// control block, its `Life` (id, name, kill flag, exit hooks), the join
-/// slot and, with `mailbox`, the mailbox's shared half (its queue's head and
-/// tail on cache lines of their own), each with its reference counts, and
-/// the registry slot. Counted for a result and messages of no size; the
+/// slot (which shares its allocation and count with the body) and, with
+/// `mailbox`, the mailbox's shared half (its queue's head and tail on cache
+/// lines of their own), each with its reference counts, and the registry
+/// slot. Counted for a result and messages of no size; the
 /// closure the actor runs, a name and queued messages come on top (a parked
 /// actor's measured total is in `docs/density.md`).
 pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
@@ -144,7 +145,7 @@ pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
     }
     let base = arc::<Actor>()
         + arc::<crate::actor::life::Life>()
-        + arc::<crate::spawn::join::JoinSlot<()>>()
+        + size_of::<crate::spawn::slot::JoinSlot<()>>()
         + size_of::<*const Actor>();
     if mailbox {
         base + arc::<crate::msg::mailbox::SharedLayout>()

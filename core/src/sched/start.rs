@@ -154,7 +154,7 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
         *(*me).sched_sp.get() = from;
         let entry = (*(*me).entry.get()).take();
         let wake = match entry {
-            Some(entry) => entry(&*me),
+            Some(entry) => entry.run(&*me),
             None => None,
         };
         *(*me).request.get() = Request::Exit(wake);

@@ -1,25 +1,9 @@
 //! Join handles: where an actor's result (or its panic) waits for whoever
 //! joins it — another actor (which parks) or a plain OS thread (which
-//! blocks on the platform's futex).
-//!
-//! The slot's state word is a one-shot handshake:
-//!
-//! | value         | meaning                                         |
-//! |---------------|-------------------------------------------------|
-//! | `EMPTY`       | no result, nobody waiting                       |
-//! | `WAIT_REG`    | no result; `waiter` holds a registration: a parked-or-parking actor, or a select's waiter (an actor or a thread) |
-//! | `WAIT_THREAD` | no result; an OS thread sleeps on this word     |
-//! | `DONE`        | `result` is written                             |
-//!
-//! 1. The joiner, finding no result, writes `waiter` (registrations) and
-//!    CASes `EMPTY → WAIT_*` (Release). If the CAS finds `DONE`, it takes
-//!    the result.
-//! 2. The finishing actor writes `result` and swaps in `DONE` (AcqRel). The
-//!    old value says whom to wake: the `waiter`, or futex sleepers.
-//!
-//! Each side publishes before it reads the other's: no wake is lost.
+//! blocks on the platform's futex) — and the harness that runs an actor's
+//! body and completes its slot. The slot and the body share one allocation
+//! (`slot`'s module doc has the cell and the slot's handshake).
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
@@ -32,152 +16,24 @@ use crate::actor::{AbortJoin, Actor, CANCEL_UNWINDING};
 use crate::msg::wait::Waiter;
 use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;
-use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::sync::Ordering;
+
+use super::slot::{self, BodyCell, JoinSlot, SlotRef, DONE, EMPTY, WAIT_THREAD};
+use crate::actor::{Entry, EntryVt};
 use core::time::Duration;
 
-const EMPTY: u32 = 0;
-const WAIT_REG: u32 = 1;
-const WAIT_THREAD: u32 = 2;
-const DONE: u32 = 3;
-
-/// Where one actor's outcome waits for its joiner.
-pub(crate) struct JoinSlot<T> {
-    state: AtomicU32,
-    waiter: UnsafeCell<Option<Waiter>>,
-    result: UnsafeCell<Option<Result<T, JoinError>>>,
-}
-
-// SAFETY: `waiter` and `result` are handed from one side to the other
-// through the state word's Release/Acquire handshake (module doc); each is
-// written by one side and read by the other only after the handoff.
-unsafe impl<T: Send> Send for JoinSlot<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for JoinSlot<T> {}
-
-impl<T> JoinSlot<T> {
-    pub(crate) fn new() -> Self {
-        JoinSlot {
-            state: AtomicU32::new(EMPTY),
-            waiter: UnsafeCell::new(None),
-            result: UnsafeCell::new(None),
-        }
-    }
-
-    /// Step 2: stores the outcome; returns a parked actor joiner to wake (a
-    /// thread is woken here).
-    pub(crate) fn complete<F: crate::seam::platform::Futex>(
-        &self,
-        r: Result<T, JoinError>,
-    ) -> Option<Arc<Actor>> {
-        // SAFETY: only the finishing side writes `result`, once, before DONE.
-        self.result.with_mut(|p| unsafe { *p = Some(r) });
-        // AcqRel: Release publishes `result` to the joiner's Acquire load of
-        // DONE; Acquire makes the joiner's `waiter` write visible.
-        match self.state.swap(DONE, Ordering::AcqRel) {
-            // SAFETY: the joiner wrote `waiter` before its Release CAS into
-            // WAIT_REG, which our Acquire swap observed; it no longer
-            // touches it.
-            WAIT_REG => match self.waiter.with_mut(|p| unsafe { (*p).take() }) {
-                Some(Waiter::Actor(a)) => Some(a),
-                Some(w) => {
-                    w.wake();
-                    None
-                }
-                None => None,
-            },
-            WAIT_THREAD => {
-                F::wake_all(&self.state);
-                None
-            }
-            _ => None,
-        }
-    }
-
-    /// A join timer's poke: takes the actor registration (if the result
-    /// has not taken it) and wakes the joiner.
-    fn poke(self: &Arc<Self>) {
-        // AcqRel: Acquire sees the joiner's `waiter` write (before its
-        // Release CAS into WAIT_REG); one of this CAS and `complete`'s
-        // swap takes the registration.
-        if self
-            .state
-            .compare_exchange(WAIT_REG, EMPTY, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            // SAFETY: our CAS took the registration; the joiner writes
-            // `waiter` again only once this poke has returned.
-            if let Some(w) = self.waiter.with_mut(|p| unsafe { (*p).take() }) {
-                w.wake();
-            }
-        }
-    }
-
-    /// Registers `w` (step 1): `false` if the result is already in.
-    ///
-    /// # Safety
-    ///
-    /// The caller is the handle's only user and nothing is registered.
-    unsafe fn register(&self, w: Waiter) -> bool {
-        // SAFETY: contract: the slot is not WAIT_REG, so nobody else reads
-        // `waiter` (a timer's poke that emptied it has returned).
-        self.waiter.with_mut(|p| unsafe { *p = Some(w) });
-        // Release: publishes `waiter` to the Acquire swap in `complete`.
-        if self
-            .state
-            .compare_exchange(EMPTY, WAIT_REG, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // DONE already: take our registration back.
-            // SAFETY: the CAS failed, so `complete` never read `waiter`.
-            drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
-            return false;
-        }
-        true
-    }
-
-    /// Takes a registration back; `false` if `complete` (or a poke) took
-    /// it first.
-    fn withdraw(&self) -> bool {
-        // AcqRel: as in `poke`.
-        let won = self
-            .state
-            .compare_exchange(WAIT_REG, EMPTY, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if won {
-            // SAFETY: our CAS took the registration back.
-            drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
-        }
-        won
-    }
-
-    fn is_done(&self) -> bool {
-        // Acquire: pairs with the AcqRel swap in `complete`.
-        self.state.load(Ordering::Acquire) == DONE
-    }
-
-    fn take(&self, id: u64, name: &Option<Arc<str>>) -> Result<T, JoinError> {
-        debug_assert!(self.is_done());
-        // SAFETY: DONE was observed with Acquire, so `result` is written and
-        // the finishing side is done with it; the handle is the only taker.
-        self.result
-            .with_mut(|p| unsafe { (*p).take() })
-            .unwrap_or_else(|| Err(JoinError::cancelled(id, name)))
-    }
-}
-
-/// Completes a slot with `Cancelled` if the actor's body never ran to the
-/// end (it was dropped unrun at shutdown), so no joiner waits forever.
+/// Completes a slot with no result (the joiner reports `Cancelled`) if the
+/// actor's body never ran to the end (it was dropped unrun at shutdown, or
+/// its harness unwound), so no joiner waits forever.
 pub(crate) struct Completer<T, P: Platform> {
-    pub(crate) slot: Option<Arc<JoinSlot<T>>>,
-    pub(crate) id: u64,
-    pub(crate) name: Option<Arc<str>>,
+    pub(crate) slot: Option<SlotRef<T>>,
     pub(crate) _p: PhantomData<fn() -> P>,
 }
 
 impl<T, P: Platform> Completer<T, P> {
     pub(crate) fn complete(mut self, r: Result<T, JoinError>) -> Option<Arc<Actor>> {
         let slot = self.slot.take()?;
-        slot.complete::<P>(r)
+        slot.complete::<P>(Some(r))
     }
 }
 
@@ -187,14 +43,14 @@ impl<T, P: Platform> Drop for Completer<T, P> {
             // Nobody can schedule an actor joiner from here (we are being
             // torn down, possibly outside any worker): dropping its Arc is
             // all we can do; a thread joiner is woken by `complete`.
-            drop(slot.complete::<P>(Err(JoinError::cancelled(self.id, &self.name))));
+            drop(slot.complete::<P>(None));
         }
     }
 }
 
 impl<T, P: Platform> AbortJoin for Completer<T, P> {
     fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>> {
-        self.slot.take().and_then(|s| s.complete::<P>(Err(e)))
+        self.slot.take().and_then(|s| s.complete::<P>(Some(Err(e))))
     }
 }
 
@@ -202,7 +58,7 @@ impl<T, P: Platform> AbortJoin for Completer<T, P> {
 ///
 /// Dropping it detaches the actor (it keeps running; its result is dropped).
 pub struct JoinHandle<T, P: Platform> {
-    pub(crate) slot: Arc<JoinSlot<T>>,
+    pub(crate) slot: SlotRef<T>,
     pub(crate) id: u64,
     pub(crate) life: Arc<Life>,
     pub(crate) _p: PhantomData<fn() -> P>,
@@ -384,27 +240,89 @@ impl<T, P: Platform> JoinHandle<T, P> {
     }
 }
 
-/// Builds the entry of an actor running `f`, and its join handle.
-pub(crate) fn make_entry<P, F, T>(id: u64, life: Arc<Life>, f: F) -> (crate::actor::Entry, JoinHandle<T, P>)
+/// Builds the entry of an actor running `f`, and its join handle: one
+/// allocation for both (`slot::cell`).
+pub(crate) fn make_entry<P, F, T>(id: u64, life: Arc<Life>, f: F) -> (Entry, JoinHandle<T, P>)
 where
     P: Platform,
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let slot = Arc::new(JoinSlot::new());
-    let completer = Completer::<T, P> {
-        slot: Some(slot.clone()),
-        id,
-        name: life.name.clone(),
-        _p: PhantomData,
-    };
+    let (slot, cell) = slot::cell::<T, F>(f);
     let handle = JoinHandle {
         slot,
         id,
         life,
         _p: PhantomData,
     };
-    let entry: crate::actor::Entry = Box::new(move |actor: &Actor| {
+    // SAFETY: a fresh cell, whose body and entry reference stay until the
+    // harness's run or drop (each takes both, for its `T` and `F`) is
+    // called once with it; the cell is `Send` (`F: Send`, `T: Send`).
+    let entry = unsafe { Entry::new(cell.cast(), Harness::<P, F, T>::VT) };
+    (entry, handle)
+}
+
+/// The entry functions of a body `F` returning `T` on platform `P`.
+struct Harness<P, F, T>(PhantomData<Types<P, F, T>>);
+
+/// The types a [`Harness`] is for.
+type Types<P, F, T> = (fn() -> P, F, T);
+
+impl<P, F, T> Harness<P, F, T>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    const VT: &'static EntryVt = &EntryVt {
+        run: Self::run,
+        drop: Self::drop_unrun,
+    };
+
+    /// # Safety
+    ///
+    /// `c` is the entry's cell, a `BodyCell<T, F>`, as `BodyCell::take`
+    /// requires.
+    unsafe fn run(c: NonNull<u8>, actor: &Actor) -> Option<Arc<Actor>> {
+        // SAFETY: contract.
+        let (f, slot) = unsafe { BodyCell::<T, F>::take(c.cast()) };
+        run_body::<P, F, T>(
+            actor,
+            f,
+            Completer {
+                slot: Some(slot),
+                _p: PhantomData,
+            },
+        )
+    }
+
+    /// # Safety
+    ///
+    /// As [`run`](Self::run).
+    unsafe fn drop_unrun(c: NonNull<u8>) {
+        // SAFETY: contract. The completer completes the slot with no result.
+        unsafe {
+            BodyCell::<T, F>::drop_body(c.cast(), |slot| {
+                drop(Completer::<T, P> {
+                    slot: Some(slot),
+                    _p: PhantomData,
+                })
+            })
+        };
+    }
+}
+
+/// The harness around an actor's body: starts it unless a kill or
+/// cancellation came first, catches its panic, runs its exit path, and
+/// completes its slot; returns the joiner to wake.
+fn run_body<P, F, T>(actor: &Actor, f: F, completer: Completer<T, P>) -> Option<Arc<Actor>>
+where
+    P: Platform,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let id = actor.id;
+    {
         // SAFETY: `cancel` is owned by the running actor (us).
         if actor.cancel.with(|c| unsafe { *c }) != crate::actor::CANCEL_NONE
             // Relaxed: a kill before the first resume (its wake's CAS, or
@@ -470,8 +388,7 @@ where
             .life
             .end(r.as_ref().map_or_else(JoinError::reason, |_| ExitReason::Normal));
         completer.complete(r)
-    });
-    (entry, handle)
+    }
 }
 
 /// A select's join arm: ready once the actor has finished (then

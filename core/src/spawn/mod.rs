@@ -1,5 +1,6 @@
 //! Layer 6, spawning: the one path every spawn takes, the entry harness
-//! and join handles ([`join`]).
+//! and join handles ([`join`]), the join slot and body in one allocation
+//! ([`slot`]).
 //!
 //! Every spawn entry point (the free `spawn` family inside an actor, the
 //! [`Runtime`](crate::Runtime) methods from any thread, each port's
@@ -12,6 +13,7 @@
 mod builder;
 pub(crate) mod join;
 mod reserve;
+pub(crate) mod slot;
 pub(crate) use reserve::reserve_in;
 
 pub use builder::ActorBuilder;
