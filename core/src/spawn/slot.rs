@@ -6,9 +6,9 @@
 //!
 //! A spawn allocates one [`BodyCell`]: the [`JoinSlot`] first, then the
 //! body. Two owners share it from the start: the join handle (a
-//! [`SlotRef`]) and the actor's entry (`crate::actor::Entry`), which runs the body (moving it
-//! out of the cell) or drops it unrun, and then completes the slot and
-//! lets its reference go. A join timer takes a third reference while it is
+//! [`SlotRef`]) and the actor's entry (`crate::actor::Entry`), which runs
+//! the body (moving it out of the cell) or drops it unrun, and then
+//! completes the slot and lets its reference go. A join timer takes a third reference while it is
 //! armed. The reference count is the slot's own (`refs`, no weak count):
 //! it starts at two, so a spawn pays no atomic read-modify-write to share
 //! the cell, and the last owner to let go frees it. The body is gone by
