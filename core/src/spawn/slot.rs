@@ -44,7 +44,7 @@ use core::ptr::NonNull;
 use crate::actor::exit::JoinError;
 use crate::actor::Actor;
 use crate::msg::wait::Waiter;
-use crate::sync::{fence, AtomicU32, AtomicUsize, Ordering, RawCell, UnsafeCell};
+use crate::sync::{fence, AtomicU32, AtomicUsize, Ordering, RawCell, UnsafeCell, LOOM};
 
 pub(super) const EMPTY: u32 = 0;
 pub(super) const WAIT_REG: u32 = 1;
@@ -259,13 +259,18 @@ unsafe fn free<T, F>(slot: NonNull<JoinSlot<T>>) {
     // the slot is its first field (`repr(C)`). The body is `ManuallyDrop`
     // and already gone.
     let c = unsafe { Box::from_raw(slot.cast::<BodyCell<T, F>>().as_ptr()) };
-    // An untaken result (a detached actor's) and a registration are dropped
-    // through their cells, as writes: a loom model then checks that the
-    // free comes after every other owner's last use (`refs`' ordering).
-    // SAFETY: no other owner is left.
-    drop(c.slot.result.with_mut(|p| unsafe { (*p).take() }));
-    // SAFETY: as above.
-    drop(c.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+    if LOOM {
+        // Under loom, an untaken result (a detached actor's) and a
+        // registration are dropped through their cells, as writes: the
+        // model then checks that the free comes after every other owner's
+        // last use (`refs`' ordering). The box's drop does the same
+        // without loom's bookkeeping (explicit takes here made spawn_join
+        // 1.14x slower in an A/B).
+        // SAFETY: no other owner is left.
+        drop(c.slot.result.with_mut(|p| unsafe { (*p).take() }));
+        // SAFETY: as above.
+        drop(c.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+    }
     drop(c);
 }
 
