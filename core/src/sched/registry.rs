@@ -55,11 +55,14 @@ impl<L: RawLock> Shard<L> {
     /// Unregisters an actor that ended (`a` belongs to this shard).
     pub(crate) fn remove(&self, a: &Actor) {
         let mut l = self.list.lock();
-        // Relaxed: under the shard lock (see `add`).
-        let reg = a.reg.swap(UNREGISTERED, Ordering::Relaxed);
+        // Relaxed: under the shard lock (see `add`). A load and a store,
+        // not a swap: the lock already orders every writer, and a swap is
+        // a locked instruction of its own on every exit.
+        let reg = a.reg.load(Ordering::Relaxed);
         if reg == UNREGISTERED {
             return;
         }
+        a.reg.store(UNREGISTERED, Ordering::Relaxed);
         let i = (reg & 0xffff_ffff) as usize;
         l.0.swap_remove(i);
         if let Some(&moved) = l.0.get(i) {
