@@ -8,12 +8,12 @@
 //! body. Two owners share it from the start: the join handle (a
 //! [`SlotRef`]) and the actor's entry (`crate::actor::Entry`), which runs
 //! the body (moving it out of the cell) or drops it unrun, and then
-//! completes the slot and lets its reference go. A join timer takes a third reference while it is
-//! armed. The reference count is the slot's own (`refs`, no weak count):
-//! it starts at two, so a spawn pays no atomic read-modify-write to share
-//! the cell, and the last owner to let go frees it. The body is gone by
-//! then (the entry's reference is let go only after it), so freeing drops
-//! the slot alone.
+//! completes the slot and lets its reference go. A join timer takes one
+//! more while it is armed. The reference count is the slot's own (`refs`,
+//! no weak count): it starts at two, so a spawn pays no atomic
+//! read-modify-write to share the cell, and the last owner to let go frees
+//! it. The body is gone by then (the entry's reference is let go only
+//! after it), so freeing drops the slot alone.
 //!
 //! # The slot's state word
 //!
@@ -55,7 +55,7 @@ pub(super) const DONE: u32 = 3;
 /// [`BodyCell`]).
 pub(crate) struct JoinSlot<T> {
     /// The owners of the cell (module doc): the handle, the entry until it
-    /// has completed the slot, an armed join timer.
+    /// has completed the slot, join timers.
     refs: AtomicUsize,
     /// Frees the cell (its layout depends on the body's type).
     free: unsafe fn(NonNull<JoinSlot<T>>),
@@ -228,7 +228,9 @@ impl<T> Deref for SlotRef<T> {
 impl<T> Clone for SlotRef<T> {
     fn clone(&self) -> Self {
         // Relaxed: a new reference from one we hold; nothing to order (as
-        // `Arc::clone`). Never near overflow: at most three owners.
+        // `Arc::clone`). Never near overflow: the handle, the entry, and
+        // the join timers the handle's waits armed and the timer wheel
+        // has not dropped yet.
         self.refs.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the reference just counted is the new value's.
         unsafe { SlotRef::from_raw(self.slot) }
