@@ -300,15 +300,18 @@ where
     ///
     /// As [`run`](Self::run).
     unsafe fn drop_unrun(c: NonNull<u8>) {
-        // SAFETY: contract. The completer completes the slot with no result.
-        unsafe {
-            BodyCell::<T, F>::drop_body(c.cast(), |slot| {
-                drop(Completer::<T, P> {
-                    slot: Some(slot),
-                    _p: PhantomData,
-                })
-            })
+        let c = c.cast::<BodyCell<T, F>>();
+        // The completer holds the entry's reference across the body's drop
+        // and completes the slot with no result when dropped: after the
+        // body, also when the body's destructor unwinds.
+        let completer = Completer::<T, P> {
+            // SAFETY: contract.
+            slot: Some(unsafe { BodyCell::entry_ref(c) }),
+            _p: PhantomData,
         };
+        // SAFETY: contract: the body is still there; the reference is held.
+        unsafe { BodyCell::drop_body(c) };
+        drop(completer);
     }
 }
 

@@ -313,26 +313,28 @@ impl<T, F> BodyCell<T, F> {
         (f, unsafe { SlotRef::from_raw(c.cast()) })
     }
 
-    /// Drops the body in place and hands over the entry's reference.
+    /// The entry's reference, for a caller that drops the body in place
+    /// ([`drop_body`](Self::drop_body)) while holding it.
     ///
     /// # Safety
     ///
-    /// As [`take`](Self::take).
-    pub(crate) unsafe fn drop_body(c: NonNull<Self>, with: impl FnOnce(SlotRef<T>)) {
+    /// `c` came from [`cell`]; the caller is its entry, which has not given
+    /// up its reference and does not again.
+    pub(crate) unsafe fn entry_ref(c: NonNull<Self>) -> SlotRef<T> {
         // SAFETY: contract: the entry's reference, given once.
-        let r = unsafe { SlotRef::from_raw(c.cast()) };
-        // The body is dropped first; `with` gets the reference after it,
-        // also when the body's destructor unwinds (the guard runs then).
-        struct Hand<T, W: FnOnce(SlotRef<T>)>(Option<(SlotRef<T>, W)>);
-        impl<T, W: FnOnce(SlotRef<T>)> Drop for Hand<T, W> {
-            fn drop(&mut self) {
-                if let Some((r, w)) = self.0.take() {
-                    w(r);
-                }
-            }
-        }
-        let _hand = Hand(Some((r, with)));
-        // SAFETY: contract: the body is still there, ours alone.
+        unsafe { SlotRef::from_raw(c.cast()) }
+    }
+
+    /// Drops the body in place.
+    ///
+    /// # Safety
+    ///
+    /// `c` came from [`cell`]; the caller is its entry, holding its
+    /// reference (from [`entry_ref`](Self::entry_ref)) across this call,
+    /// and the body is still there (never taken or dropped before).
+    pub(crate) unsafe fn drop_body(c: NonNull<Self>) {
+        // SAFETY: contract: the body is still there, ours alone; the held
+        // reference keeps the cell alive.
         unsafe { ManuallyDrop::drop(&mut *(*c.as_ptr()).body.get()) };
     }
 }
@@ -394,15 +396,16 @@ pub mod loom_join {
 
         /// The entry was dropped unrun (an `Entry`'s drop path).
         pub fn drop_unrun(self) {
-            // SAFETY: as in `finish`.
-            unsafe {
-                BodyCell::<T, ()>::drop_body(self.cell, |slot| {
-                    drop(Completer::<T, P> {
-                        slot: Some(slot),
-                        _p: PhantomData,
-                    })
-                })
+            let c = Completer::<T, P> {
+                // SAFETY: as in `finish`: the entry's reference, held by
+                // the completer across the body's drop.
+                slot: Some(unsafe { BodyCell::entry_ref(self.cell) }),
+                _p: PhantomData,
             };
+            // SAFETY: as above; the body is still there.
+            unsafe { BodyCell::drop_body(self.cell) };
+            // Completes the slot with no result.
+            drop(c);
         }
     }
 }
@@ -444,9 +447,13 @@ mod tests {
     fn a_body_dropped_unrun_completes_the_slot_with_no_result() {
         let dropped = core::cell::Cell::new(0);
         let (h, c) = cell::<u32, Probe<'_>>(Probe(&dropped));
-        // SAFETY: the entry's first and only use.
-        unsafe { BodyCell::drop_body(c, |r| drop(r.complete::<P>(None))) };
+        // SAFETY: the entry's first and only use: its reference, held
+        // across the body's drop.
+        let r = unsafe { BodyCell::entry_ref(c) };
+        // SAFETY: as above.
+        unsafe { BodyCell::drop_body(c) };
         assert_eq!(dropped.get(), 1);
+        drop(r.complete::<P>(None));
         assert!(h.is_done());
         match h.take(7, &Some(Arc::from("w"))) {
             Err(JoinError::Cancelled { id, name }) => {
