@@ -8,7 +8,11 @@ use std::time::Duration;
 use smarm_examples::smarm::{self, Mailbox, Runtime};
 
 fn main() {
-    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let rt = Runtime::builder()
+        .workers(2)
+        .mailbox_depths(true)
+        .build()
+        .expect("runtime");
     // A small pipeline: a producer sleeping between batches, a consumer
     // parked on its mailbox, a stage stuck joining a slow child with
     // messages piling up behind it.

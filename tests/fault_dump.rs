@@ -4,13 +4,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use smarm_tests::smarm::{self, ActorState, Mailbox, Runtime};
+use smarm_tests::smarm::{self, ActorBuilder, ActorState, Mailbox, Runtime};
 use smarm_tests::{eventually, with_timeout};
 
 #[test]
 fn dump_shows_each_actor_state() {
     with_timeout(60, || {
-        let rt = Runtime::builder().workers(2).build().unwrap();
+        let rt = Runtime::builder()
+            .workers(2)
+            .mailbox_depths(true)
+            .build()
+            .unwrap();
         // Parked in a join while its mailbox fills up.
         let (gate_tx, gate_rx) = smarm::oneshot::<()>();
         let (inbox, h_inbox) = rt.spawn_actor_named("inbox", move |mut mb: Mailbox<u32>| {
@@ -95,5 +99,71 @@ fn dump_shows_each_actor_state() {
         h_sleepy.actor_ref().kill();
         assert!(h_sleepy.join().unwrap_err().is_killed());
         eventually(20, "no live actors in the dump", || rt.dump().actors.is_empty());
+    });
+}
+
+/// The depth of a named actor's mailbox in a fresh dump.
+fn depth_of(rt: &Runtime, name: &str) -> Option<u64> {
+    rt.dump()
+        .actors
+        .iter()
+        .find(|a| a.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("{name} is in the dump"))
+        .mailbox_depth
+}
+
+#[test]
+fn mailbox_depths_are_counted_only_when_the_builder_asks() {
+    with_timeout(60, || {
+        for on in [false, true] {
+            let rt = Runtime::builder().workers(2).mailbox_depths(on).build().unwrap();
+            // Spawned, and reserved then spawned (the two ways a mailbox is
+            // made); each waits on a gate while its mailbox fills.
+            let (gate_tx, gate_rx) = smarm::oneshot::<()>();
+            let (gate2_tx, gate2_rx) = smarm::oneshot::<()>();
+            let (inbox, h) = rt.spawn_actor_named("inbox", move |mut mb: Mailbox<u64>| {
+                gate_rx.recv().unwrap();
+                (0..400).map(|_| mb.recv().unwrap()).sum::<u64>()
+            });
+            let (rinbox, rh) = rt.block_on(move || {
+                let (addr, r) = ActorBuilder::new().name("reserved").reserve::<u64>().unwrap();
+                let h = r
+                    .spawn(move |mut mb: Mailbox<u64>| {
+                        gate2_rx.recv().unwrap();
+                        (0..5).map(|_| mb.recv().unwrap()).sum::<u64>()
+                    })
+                    .unwrap();
+                (addr, h)
+            });
+            for i in 0..5 {
+                rinbox.send(i).unwrap();
+            }
+            // Four senders at once: every send counted, none lost to a race.
+            let senders: Vec<_> = (0..4)
+                .map(|_| {
+                    let a = inbox.clone();
+                    rt.spawn(move || {
+                        for i in 0..100 {
+                            a.send(i).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for s in senders {
+                s.join().unwrap();
+            }
+            if on {
+                assert_eq!(depth_of(&rt, "inbox"), Some(400), "four senders' 400 messages");
+                assert_eq!(depth_of(&rt, "reserved"), Some(5), "a reserved actor's mailbox");
+            } else {
+                assert_eq!(depth_of(&rt, "inbox"), None, "not counted by default");
+                assert_eq!(depth_of(&rt, "reserved"), None, "not counted by default");
+            }
+            gate_tx.send(()).unwrap();
+            gate2_tx.send(()).unwrap();
+            // Nothing is lost either way.
+            assert_eq!(h.join().unwrap(), 4 * (0..100).sum::<u64>());
+            assert_eq!(rh.join().unwrap(), (0..5).sum::<u64>());
+        }
     });
 }

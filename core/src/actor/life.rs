@@ -162,8 +162,11 @@ pub(crate) struct Life {
     pub(crate) wait: AtomicU8,
     /// The descriptor of an IO wait (`WAIT_IO_*`; a hint).
     pub(crate) wait_fd: crate::sync::AtomicI32,
+    /// Whether a mailbox of this actor counts its sends (set at `new`).
+    depths: bool,
     /// Messages sent to / taken from its mailbox (with the `counters`
-    /// feature; for dumps). `u64::MAX` sent: no mailbox.
+    /// feature and `depths`; for dumps). `u64::MAX` sent: not counted (no
+    /// mailbox, or depths off).
     pub(crate) sent: AtomicU64,
     pub(crate) taken: AtomicU64,
     /// The usable stack range `[lo, hi)` (for dumps and overflow reports):
@@ -230,9 +233,11 @@ unsafe impl Send for Life {}
 unsafe impl Sync for Life {}
 
 impl Life {
-    pub(crate) fn new(id: u64, name: Option<Arc<str>>, stack: (usize, usize)) -> Arc<Self> {
+    /// `depths`: count its mailbox's sends (`Builder::mailbox_depths`).
+    pub(crate) fn new(id: u64, name: Option<Arc<str>>, stack: (usize, usize), depths: bool) -> Arc<Self> {
         Arc::new(Life {
             id,
+            depths,
             name,
             killed: AtomicBool::new(false),
             hooks: ExitHooks::new(),
@@ -289,13 +294,19 @@ impl Life {
         }
     }
 
-    /// Marks the actor as owning a mailbox (its depth shows in dumps).
-    pub(crate) fn has_mailbox(&self) {
-        // Relaxed: set before the mailbox is shared.
-        self.sent.store(0, Ordering::Relaxed);
+    /// Marks the actor as owning a mailbox; returns whether its sends are
+    /// to be counted (its depth then shows in dumps).
+    pub(crate) fn has_mailbox(&self) -> bool {
+        let counted = self.depths && cfg!(feature = "counters");
+        if counted {
+            // Relaxed: set before the mailbox is shared.
+            self.sent.store(0, Ordering::Relaxed);
+        }
+        counted
     }
 
-    /// A send to the actor's mailbox (counted with `counters` only).
+    /// A send to the actor's mailbox (counted with `counters` only; the
+    /// mailbox calls it only when [`has_mailbox`](Self::has_mailbox) said so).
     #[inline(always)]
     pub(crate) fn count_sent(&self) {
         #[cfg(feature = "counters")]
@@ -522,7 +533,7 @@ pub mod loom_links {
     impl LinkEnd {
         /// A `Life` with id `id`.
         pub fn new(id: u64) -> Self {
-            LinkEnd(super::Life::new(id, None, (0, 0)))
+            LinkEnd(super::Life::new(id, None, (0, 0), false))
         }
 
         /// `link`'s bookkeeping.

@@ -161,14 +161,14 @@ impl<M, P: Platform> fmt::Debug for Mailbox<M, P> {
 #[doc(hidden)]
 #[cfg(any(test, feature = "internals", smarm_loom))]
 pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
-    pair::<M, P>(Life::new(0, None, (0, 0)), None)
+    pair::<M, P>(Life::new(0, None, (0, 0), true), None)
 }
 
 /// [`detached`] with room for `cap` messages.
 #[doc(hidden)]
 #[cfg(any(test, feature = "internals", smarm_loom))]
 pub fn detached_bounded<M: Send, P: Platform>(cap: usize) -> (Mailbox<M, P>, Addr<M, P>) {
-    pair::<M, P>(Life::new(0, None, (0, 0)), Some(cap))
+    pair::<M, P>(Life::new(0, None, (0, 0), true), Some(cap))
 }
 
 /// The body of an actor with a mailbox: makes the mailbox of the actor
@@ -198,7 +198,6 @@ pub(crate) fn owned<M: Send + 'static, P: Platform>(
     life: &Arc<Life>,
     cap: Option<usize>,
 ) -> (Mailbox<M, P>, Addr<M, P>) {
-    life.has_mailbox();
     let (mb, a) = pair::<M, P>(life.clone(), cap);
     let dead: Weak<dyn CloseDead> = Arc::downgrade(&a.shared) as Weak<dyn CloseDead>;
     // SAFETY: the `Life` is not shared yet beyond its actor's spawn (or
@@ -210,7 +209,8 @@ pub(crate) fn owned<M: Send + 'static, P: Platform>(
 /// A new mailbox and its first address, for the actor of `life`.
 fn pair<M: Send, P: Platform>(life: Arc<Life>, cap: Option<usize>) -> (Mailbox<M, P>, Addr<M, P>) {
     let shared = Arc::new(Shared {
-        chan: Chan::new::<P>(),
+        // Sends are counted only where the runtime asked for depths.
+        chan: Chan::with_counted::<P>(life.has_mailbox()),
         bound: cap.map(|c| Box::new(Bound::new(c))),
         id: life.id,
         life,
@@ -303,7 +303,7 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
                 Sent::Closed(m) | Sent::TimedOut(m) => Err(SendError(m)),
             };
         }
-        s.life.count_sent();
+        s.count_sent();
         // S2–S3 (and a safe point: an actor whose timeslice is spent
         // yields there).
         s.chan.push::<P>(msg);
@@ -323,7 +323,7 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
                 return Err(TrySendError::Full(msg));
             }
         }
-        s.life.count_sent();
+        s.count_sent();
         s.chan.push::<P>(msg);
         Ok(())
     }
@@ -360,7 +360,7 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
             })
         });
         if matches!(r, Sent::Ok) {
-            s.life.count_sent();
+            s.count_sent();
         }
         r
     }
@@ -375,7 +375,7 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
         if let Some(b) = &s.bound {
             b.force_reserve();
         }
-        s.life.count_sent();
+        s.count_sent();
         s.chan.push::<P>(msg);
         Ok(())
     }
@@ -396,6 +396,15 @@ impl<M: Send, P: Platform> CloseDead for Shared<M, P> {
 }
 
 impl<M, P: Platform> Shared<M, P> {
+    /// Counts a send, if this mailbox's depth is counted (one shared atomic
+    /// add per send: `Builder::mailbox_depths`).
+    #[inline(always)]
+    fn count_sent(&self) {
+        if self.chan.counted() {
+            self.life.count_sent();
+        }
+    }
+
     /// The oldest message of the MPSC queue, its slot freed.
     ///
     /// # Safety
@@ -405,7 +414,9 @@ impl<M, P: Platform> Shared<M, P> {
     unsafe fn pop(&self) -> Result<M, TryRecvError> {
         // SAFETY: forwarded contract.
         let m = unsafe { self.chan.try_recv::<P>() }?;
-        self.life.count_taken();
+        if self.chan.counted() {
+            self.life.count_taken();
+        }
         if let Some(b) = &self.bound {
             b.release_slot();
         }

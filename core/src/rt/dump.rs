@@ -80,7 +80,9 @@ pub struct ActorInfo {
     pub name: Option<Arc<str>>,
     /// What it is doing.
     pub state: ActorState,
-    /// Messages waiting in its mailbox (actors spawned with one).
+    /// Messages waiting in its mailbox: actors spawned with one, on a
+    /// runtime built with [`mailbox_depths`](crate::rt::runtime::Builder::mailbox_depths)
+    /// (`None` otherwise).
     pub mailbox_depth: Option<u64>,
     /// The worker running it (for `Running`).
     pub worker: Option<usize>,

@@ -105,6 +105,8 @@
 //! below; the layers above reach the running actor through `current_*`.
 
 mod blocking;
+mod config;
+pub(crate) use config::SchedConfig;
 pub mod counters;
 mod handoff;
 pub mod idle;
@@ -279,6 +281,8 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) timers: Timers<P::Lock>,
     /// Timeslice length in cycles (0: no timeslices).
     pub(crate) slice_cycles: u64,
+    /// Mailboxes count their sends, for dumps (`Builder::mailbox_depths`).
+    pub(crate) mailbox_depths: bool,
     /// Actors inside a blocking call or detached while unwinding (off any
     /// worker); shutdown waits for them to come back.
     pub(crate) blocked: AtomicUsize,
@@ -368,14 +372,6 @@ impl<P: Platform> RtCore<P> {
     }
 }
 
-/// Runtime settings the scheduler needs (from the builder).
-pub(crate) struct SchedConfig {
-    pub(crate) workers: usize,
-    pub(crate) stack_size: usize,
-    pub(crate) timeslice: Option<Duration>,
-    pub(crate) hold: Option<(Duration, Option<LongHoldHook>)>,
-}
-
 /// Where a runtime keeps its own type-erased [`Schedule`] pointer.
 pub(crate) struct SchedSlot(pub(crate) RawCell<Option<NonNull<dyn Schedule>>>);
 
@@ -433,75 +429,6 @@ pub(crate) struct WorkerCtx<P: Platform> {
     io_checks: u32,
     /// Resumes so far (published for the long-hold monitor).
     resumes: u64,
-}
-
-impl<P: Platform> RtCore<P> {
-    pub(crate) fn new(cfg: SchedConfig) -> Self {
-        let SchedConfig {
-            workers,
-            stack_size,
-            timeslice,
-            hold,
-        } = cfg;
-        let slice_cycles = timeslice.map_or(0, |d| duration_to_cycles::<P>(d).max(1));
-        let (hold_ns, hold_hook) = match hold {
-            Some((d, hook)) => ((d.as_nanos().min(u64::MAX as u128) as u64).max(1), hook),
-            None => (0, None),
-        };
-        RtCore {
-            timers: Timers::new(),
-            slice_cycles,
-            blocked: AtomicUsize::new(0),
-            unwinders: AtomicUsize::new(0),
-            spares: Mutex::new(Vec::new()),
-            extra_threads: Mutex::new(Vec::new()),
-            hold_ns,
-            hold_hook,
-            monitor_word: AtomicU32::new(0),
-            sweeps: AtomicUsize::new(0),
-            spinning: crate::sync::AtomicBool::new(false),
-            registry: (0..=workers)
-                .map(|_| crate::sched::registry::Shard::new())
-                .collect(),
-            idle: Idle::with_kick(workers, Some(kick_driver::<P>)),
-            io: IoSlot(crate::sync::AtomicPtr::new(ptr::null_mut())),
-            names: Arc::new(crate::sched::names::Names::new()),
-            workers: (0..workers)
-                .map(|_| WorkerShared {
-                    run_next: if workers > 1 {
-                        Slot::new()
-                    } else {
-                        // SAFETY: one worker, no thieves: only its serving
-                        // thread puts and takes (a successor gets the duty
-                        // over a Release/Acquire word; drop joins first).
-                        unsafe { Slot::owner_only() }
-                    },
-                    counters: Counters::default(),
-                    samples: Samples {
-                        running: AtomicU64::new(0),
-                        resumes: AtomicU64::new(0),
-                        hold_since: AtomicU64::new(0),
-                        hold_seq: AtomicU64::new(0),
-                    },
-                })
-                .collect(),
-            outside: Counters::default(),
-            // Spare stacks kept mapped: enough for a few thousand short-lived
-            // actors to come and go without mmap/munmap and first-touch page
-            // faults (each was ~5-10 µs: msg_pairs at 1,024 pairs spawns 2,048
-            // actors per run). Idle pooled stacks cost address space and the
-            // pages they once touched (a few KiB each), not their full size.
-            pool: StackPool::new(stack_size, SHARED_STACKS_MIN.max(256 * workers)),
-            // A magazine per worker and class beyond what the caches hold:
-            // a worker's cache spills one only when it is full.
-            nodes: NodeDepot::new(workers.max(2)),
-            shutdown: AtomicBool::new(false),
-            finished: AtomicBool::new(false),
-            live: AtomicUsize::new(0),
-            next_id: AtomicU64::new(1),
-            sched: SchedSlot(RawCell::new(None)),
-        }
-    }
 }
 
 /// The worker context of the calling thread, if it is a worker.

@@ -26,7 +26,10 @@ impl<P: Platform> RtCore<P> {
         let stack = unsafe { self.take_stack(c, stack) }?;
         // SAFETY: forwarded contract.
         let id = unsafe { self.new_id(c) };
-        Ok((Life::new(id, name, stack.usable_range()), stack))
+        Ok((
+            Life::new(id, name, stack.usable_range(), self.mailbox_depths),
+            stack,
+        ))
     }
 
     /// A stack for a new actor: from `c`'s cache, or (null `c`) the shared

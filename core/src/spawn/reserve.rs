@@ -83,7 +83,7 @@ pub(crate) unsafe fn reserve_in<M: Send + 'static, P: Platform>(
 ) -> (Addr<M, P>, Reserved<M, P>) {
     // SAFETY: forwarded contract.
     let id = unsafe { core.new_id(c) };
-    let life = Life::new(id, name, (0, 0));
+    let life = Life::new(id, name, (0, 0), core.mailbox_depths);
     let (mb, addr) = mailbox::owned::<M, P>(&life, cap);
     let r = Reserved {
         life,

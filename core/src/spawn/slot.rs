@@ -369,7 +369,7 @@ pub mod loom_join {
         let h = JoinHandle {
             slot,
             id,
-            life: Life::new(id, None, (0, 0)),
+            life: Life::new(id, None, (0, 0), false),
             _p: PhantomData,
         };
         (

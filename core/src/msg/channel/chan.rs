@@ -9,6 +9,7 @@
 //! | `rx`      | null                 | the receiver is not waiting (or is withdrawing)      |
 //! | `rx`      | a tagged [`Waiter`]  | the receiver's registration; whoever swaps it out owns it and wakes it |
 //! | `state`   | bit `RX_GONE` (2)    | the receiver was dropped (set once)                  |
+//! | `state`   | bit `COUNTED` (4)    | a mailbox whose sends are counted for dumps (set before it is shared) |
 //! | `senders` | n                    | live sender handles; 0: disconnected (a mailbox's receiver may make a new address and reconnect it) |
 //!
 //! # Protocol (numbered as in the code)
@@ -86,6 +87,9 @@ use crate::sched::timer::Poke;
 
 /// `state` bit: the receiver was dropped.
 const RX_GONE: u32 = 2;
+
+/// `state` bit: sends are counted for dumps (`Builder::mailbox_depths`).
+const COUNTED: u32 = 4;
 
 pub(super) use crate::sched::unwinding as cancelled;
 
@@ -202,18 +206,25 @@ pub(crate) struct Chan<T> {
 impl<T> Chan<T> {
     /// A connected, empty channel with one sender.
     pub(crate) fn new<P: Platform>() -> Self {
+        Self::with_counted::<P>(false)
+    }
+
+    /// [`new`](Self::new), with sends `counted` for dumps (a mailbox of a
+    /// runtime built with `mailbox_depths`).
+    pub(crate) fn with_counted<P: Platform>(counted: bool) -> Self {
+        let state = if counted { COUNTED } else { 0 };
         // SAFETY: a fresh node from the node allocator (a `Node::layout`
         // block), exclusively ours; the queue owns it from here.
         let queue = unsafe { MpscQueue::new(sched::node_alloc::<T, P>()) };
         let c = Chan {
             queue,
-            state: AtomicU32::new(0),
+            state: AtomicU32::new(state),
             senders: AtomicUsize::new(1),
             rx: WaiterSlot::new(),
         };
         if LOOM {
             // As in `WaiterSlot::new` (`senders` is a Dekker word too).
-            c.state.store(0, Ordering::SeqCst);
+            c.state.store(state, Ordering::SeqCst);
             c.senders.store(1, Ordering::SeqCst);
         }
         c
@@ -226,6 +237,13 @@ impl<T> Chan<T> {
         // is seen (coherence); a racing one may be missed, and the message
         // is then dropped with the channel.
         self.state.load(Ordering::Relaxed) & RX_GONE != 0
+    }
+
+    /// Whether sends are counted ([`with_counted`](Self::with_counted)).
+    #[inline]
+    pub(crate) fn counted(&self) -> bool {
+        // Relaxed: set before the channel was shared, never changed.
+        self.state.load(Ordering::Relaxed) & COUNTED != 0
     }
 
     /// `S2`–`S3`: queues `v` and wakes a waiting receiver.
