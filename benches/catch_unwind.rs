@@ -1,8 +1,9 @@
 //! catch_unwind: the cost of a panicking actor: spawn an actor that panics
 //! and join it (the join reports the panic), from inside an actor, on one
 //! worker; tokio: spawn a panicking task and await its `JoinError`, on a
-//! current-thread runtime. The panic hook is silenced for both sides, so
-//! this times unwinding and reporting, not printing.
+//! current-thread runtime. The panic hook is silenced for both sides (set
+//! after the smarm runtime is built, which replaces the hook smarm's build
+//! installs), so this times unwinding and reporting, not printing.
 //!
 //! `cargo bench -p smarm-benches --bench catch_unwind`
 
@@ -21,9 +22,12 @@ fn boom() -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    std::panic::set_hook(Box::new(|_| {}));
     let mut g = c.benchmark_group(format!("catch_unwind/{}", port_name()));
     let rt = smarm_rt(1);
+    // After the build: building a runtime wraps the process's hook once
+    // (smarm's line naming the actor, then the previous hook), so a silent
+    // hook set before it would still print smarm's line on every panic.
+    std::panic::set_hook(Box::new(|_| {}));
     g.bench_function("smarm/1w", |b| {
         b.iter_custom(|iters| {
             rt.block_on(move || {
