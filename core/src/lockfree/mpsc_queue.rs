@@ -95,7 +95,6 @@
 use core::alloc::Layout;
 use core::fmt;
 use core::mem::MaybeUninit;
-use core::ops::Deref;
 use core::ptr::{self, NonNull};
 
 use crate::lockfree::node_cache::NodeCache;
@@ -154,19 +153,19 @@ pub enum Pop<T> {
     Inconsistent,
 }
 
-/// Puts `tail` on its own pair of cache lines (adjacent-line prefetch pulls
-/// lines in 128-byte pairs on x86; 128 is also Apple silicon's line size),
-/// away from the consumer's `head`.
-#[repr(align(128))]
-struct CachePadded<T>(T);
+/// Bytes from the start of `head` to the start of `tail`: two 64-byte
+/// lines, so the consumer's `head` and the producers' `tail` never share a
+/// line nor an adjacent-line pair (x86's prefetcher pulls lines in
+/// 128-byte pairs; 128 is Apple silicon's line size), whatever the
+/// queue's address.
+const TAIL_OFFSET: usize = 128;
 
-impl<T> Deref for CachePadded<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
+/// Filler between `head` and `tail` (see [`TAIL_OFFSET`]). Padding instead
+/// of an over-aligned field: a `#[repr(align(128))]` tail made every
+/// mailbox's and channel's shared allocation 128-aligned, which glibc
+/// serves on its slow `memalign` path, and rounded a mailbox up to 512
+/// bytes.
+type Gap = [u8; TAIL_OFFSET.saturating_sub(core::mem::size_of::<UnsafeCell<*mut u8>>())];
 
 /// Vyukov's node-based MPSC queue; see the [module docs](self).
 ///
@@ -175,11 +174,15 @@ impl<T> Deref for CachePadded<T> {
 /// [`is_empty_sc`](Self::is_empty_sc) and [`drain`](Self::drain) (the
 /// consumer role may move between threads with a happens-before edge, as an
 /// actor migrating between workers does). `Send + Sync` when `T: Send`.
+#[repr(C)]
 pub struct MpscQueue<T> {
     /// The spent node before the oldest value; consumer-owned.
     head: UnsafeCell<*mut Node<T>>,
-    /// The last node swapped in; producers swap it.
-    tail: CachePadded<AtomicPtr<Node<T>>>,
+    _gap: Gap,
+    /// The last node swapped in; producers swap it. [`TAIL_OFFSET`] bytes
+    /// past `head`; what follows the queue (a channel's state, sender count
+    /// and waiter slot, which every send touches too) may share its line.
+    tail: AtomicPtr<Node<T>>,
 }
 
 // SAFETY: the queue owns its values and nodes; sending it sends them.
@@ -207,7 +210,8 @@ impl<T> MpscQueue<T> {
         unsafe { Node::init(stub, MaybeUninit::uninit()) };
         Self {
             head: UnsafeCell::new(stub.as_ptr()),
-            tail: CachePadded(AtomicPtr::new(stub.as_ptr())),
+            _gap: [0; core::mem::size_of::<Gap>()],
+            tail: AtomicPtr::new(stub.as_ptr()),
         }
     }
 

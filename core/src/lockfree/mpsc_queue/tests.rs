@@ -75,6 +75,22 @@ fn node_layout_is_its_own_block_layout() {
 }
 
 #[test]
+fn head_and_tail_are_a_line_pair_apart_without_over_alignment() {
+    use core::mem::{align_of, offset_of};
+    // Never on one line or one adjacent-line pair, wherever the queue
+    // lies; and no alignment above a pointer's, so a mailbox's or
+    // channel's allocation stays on the allocator's ordinary path (an
+    // over-aligned one takes glibc's memalign).
+    assert_eq!(offset_of!(MpscQueue<u64>, head), 0);
+    assert_eq!(offset_of!(MpscQueue<u64>, tail), super::TAIL_OFFSET);
+    assert_eq!(
+        offset_of!(MpscQueue<[u8; 100]>, tail),
+        offset_of!(MpscQueue<u64>, tail)
+    );
+    assert!(align_of::<MpscQueue<u64>>() <= align_of::<usize>());
+}
+
+#[test]
 fn fifo_single_thread() {
     let q = queue::<u32>();
     assert!(is_empty(&q));
