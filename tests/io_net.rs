@@ -329,8 +329,10 @@ fn several_acceptors_share_one_listener() {
                         if (&s).read(&mut b).unwrap() == 0 {
                             return; // the stop connection
                         }
-                        (&s).write_all(&b).unwrap();
+                        // Counted before the echo: the client checks the
+                        // count once it has read every echo back.
                         served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        (&s).write_all(&b).unwrap();
                     })
                 })
                 .collect();
