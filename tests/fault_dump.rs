@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use smarm_tests::smarm::{self, ActorBuilder, ActorState, Mailbox, Runtime};
+use smarm_tests::smarm::{self, ActorBuilder, ActorInfo, ActorState, Dump, Mailbox, Runtime};
 use smarm_tests::{eventually, with_timeout};
 
 #[test]
@@ -58,13 +58,7 @@ fn dump_shows_each_actor_state() {
             })
         });
         let d = rt.dump();
-        let find = |n: &str| {
-            d.actors
-                .iter()
-                .find(|a| a.name.as_deref() == Some(n))
-                .unwrap()
-                .clone()
-        };
+        let find = |n: &str| named(&d, n);
         assert_eq!(find("inbox").mailbox_depth, Some(3));
         assert_eq!(find("idle").mailbox_depth, Some(0));
         assert_eq!(find("sleepy").mailbox_depth, None, "no mailbox");
@@ -102,14 +96,17 @@ fn dump_shows_each_actor_state() {
     });
 }
 
-/// The depth of a named actor's mailbox in a fresh dump.
-fn depth_of(rt: &Runtime, name: &str) -> Option<u64> {
-    rt.dump()
-        .actors
+/// The actor named `name` in dump `d`.
+fn named<'a>(d: &'a Dump, name: &str) -> &'a ActorInfo {
+    d.actors
         .iter()
         .find(|a| a.name.as_deref() == Some(name))
         .unwrap_or_else(|| panic!("{name} is in the dump"))
-        .mailbox_depth
+}
+
+/// The depth of a named actor's mailbox in a fresh dump.
+fn depth_of(rt: &Runtime, name: &str) -> Option<u64> {
+    named(&rt.dump(), name).mailbox_depth
 }
 
 #[test]

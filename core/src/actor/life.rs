@@ -305,32 +305,30 @@ impl Life {
         counted
     }
 
-    /// A send to the actor's mailbox (counted with `counters` only; the
-    /// mailbox calls it only when [`has_mailbox`](Self::has_mailbox) said so).
+    /// A send to the actor's mailbox (the mailbox calls it only when
+    /// [`has_mailbox`](Self::has_mailbox) said to count).
     #[inline(always)]
     pub(crate) fn count_sent(&self) {
-        #[cfg(feature = "counters")]
         // Relaxed: statistics for dumps.
         self.sent.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A message taken by the mailbox's owner (single writer).
+    /// A message taken by the mailbox's owner (single writer; called as
+    /// [`count_sent`](Self::count_sent) is).
     #[inline(always)]
     pub(crate) fn count_taken(&self) {
-        #[cfg(feature = "counters")]
-        {
-            // Relaxed: single writer (the receiver); statistics for dumps.
-            let t = self.taken.load(Ordering::Relaxed);
-            self.taken.store(t + 1, Ordering::Relaxed);
-        }
+        // Relaxed: single writer (the receiver); statistics for dumps.
+        let t = self.taken.load(Ordering::Relaxed);
+        self.taken.store(t + 1, Ordering::Relaxed);
     }
 
-    /// Messages in the mailbox, if the actor has one (and `counters` is on).
+    /// Messages in the mailbox, if it counts them (`None`: no mailbox,
+    /// depths off, or no `counters` feature: `sent` stayed `u64::MAX`).
     pub(crate) fn mailbox_depth(&self) -> Option<u64> {
         // Relaxed: statistics; a send counted before the take it matches
         // may show as one extra.
         let sent = self.sent.load(Ordering::Relaxed);
-        if sent == u64::MAX || !cfg!(feature = "counters") {
+        if sent == u64::MAX {
             return None;
         }
         Some(sent.saturating_sub(self.taken.load(Ordering::Relaxed)))

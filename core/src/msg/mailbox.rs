@@ -293,17 +293,19 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
     #[inline]
     pub fn send(&self, msg: M) -> Result<(), SendError<M>> {
         let s = &*self.shared;
-        // S1.
-        if s.chan.rx_gone() {
+        // S1 (and whether to count, from the same load).
+        let Some(counted) = s.chan.open() else {
             return Err(SendError(msg));
-        }
+        };
         if s.bound.is_some() {
             return match self.send_bounded(msg, None) {
                 Sent::Ok => Ok(()),
                 Sent::Closed(m) | Sent::TimedOut(m) => Err(SendError(m)),
             };
         }
-        s.count_sent();
+        if counted {
+            s.life.count_sent();
+        }
         // S2–S3 (and a safe point: an actor whose timeslice is spent
         // yields there).
         s.chan.push::<P>(msg);
@@ -315,15 +317,17 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
     /// when the actor has exited; the message is handed back either way.
     pub fn try_send(&self, msg: M) -> Result<(), TrySendError<M>> {
         let s = &*self.shared;
-        if s.chan.rx_gone() {
+        let Some(counted) = s.chan.open() else {
             return Err(TrySendError::Disconnected(msg));
-        }
+        };
         if let Some(b) = &s.bound {
             if !b.try_reserve() {
                 return Err(TrySendError::Full(msg));
             }
         }
-        s.count_sent();
+        if counted {
+            s.life.count_sent();
+        }
         s.chan.push::<P>(msg);
         Ok(())
     }
@@ -359,8 +363,8 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
                 }
             })
         });
-        if matches!(r, Sent::Ok) {
-            s.count_sent();
+        if matches!(r, Sent::Ok) && s.chan.counted() {
+            s.life.count_sent();
         }
         r
     }
@@ -369,13 +373,15 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
     /// even on a full bounded mailbox (module doc, "Notices never wait").
     pub(crate) fn send_notice(&self, msg: M) -> Result<(), SendError<M>> {
         let s = &*self.shared;
-        if s.chan.rx_gone() {
+        let Some(counted) = s.chan.open() else {
             return Err(SendError(msg));
-        }
+        };
         if let Some(b) = &s.bound {
             b.force_reserve();
         }
-        s.count_sent();
+        if counted {
+            s.life.count_sent();
+        }
         s.chan.push::<P>(msg);
         Ok(())
     }
@@ -396,15 +402,6 @@ impl<M: Send, P: Platform> CloseDead for Shared<M, P> {
 }
 
 impl<M, P: Platform> Shared<M, P> {
-    /// Counts a send, if this mailbox's depth is counted (one shared atomic
-    /// add per send: `Builder::mailbox_depths`).
-    #[inline(always)]
-    fn count_sent(&self) {
-        if self.chan.counted() {
-            self.life.count_sent();
-        }
-    }
-
     /// The oldest message of the MPSC queue, its slot freed.
     ///
     /// # Safety

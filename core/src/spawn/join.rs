@@ -31,6 +31,27 @@ pub(crate) struct Completer<T, P: Platform> {
 }
 
 impl<T, P: Platform> Completer<T, P> {
+    /// An entry dropped unrun: drops the body in place, then completes the
+    /// slot with no result (the completer holds the entry's reference
+    /// across the body's drop and completes when dropped: after the body,
+    /// also when the body's destructor unwinds).
+    ///
+    /// # Safety
+    ///
+    /// `c` came from [`cell`](super::slot::cell); the caller is its entry,
+    /// which has neither run nor dropped the body and has not given up its
+    /// reference.
+    pub(crate) unsafe fn drop_unrun<F>(c: NonNull<BodyCell<T, F>>) {
+        let completer = Completer::<T, P> {
+            // SAFETY: contract.
+            slot: Some(unsafe { BodyCell::entry_ref(c) }),
+            _p: PhantomData,
+        };
+        // SAFETY: contract: the body is still there; the reference is held.
+        unsafe { BodyCell::drop_body(c) };
+        drop(completer);
+    }
+
     pub(crate) fn complete(mut self, r: Result<T, JoinError>) -> Option<Arc<Actor>> {
         let slot = self.slot.take()?;
         slot.complete::<P>(Some(r))
@@ -300,18 +321,8 @@ where
     ///
     /// As [`run`](Self::run).
     unsafe fn drop_unrun(c: NonNull<u8>) {
-        let c = c.cast::<BodyCell<T, F>>();
-        // The completer holds the entry's reference across the body's drop
-        // and completes the slot with no result when dropped: after the
-        // body, also when the body's destructor unwinds.
-        let completer = Completer::<T, P> {
-            // SAFETY: contract.
-            slot: Some(unsafe { BodyCell::entry_ref(c) }),
-            _p: PhantomData,
-        };
-        // SAFETY: contract: the body is still there; the reference is held.
-        unsafe { BodyCell::drop_body(c) };
-        drop(completer);
+        // SAFETY: contract.
+        unsafe { Completer::<T, P>::drop_unrun::<F>(c.cast()) }
     }
 }
 

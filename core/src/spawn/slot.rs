@@ -396,16 +396,9 @@ pub mod loom_join {
 
         /// The entry was dropped unrun (an `Entry`'s drop path).
         pub fn drop_unrun(self) {
-            let c = Completer::<T, P> {
-                // SAFETY: as in `finish`: the entry's reference, held by
-                // the completer across the body's drop.
-                slot: Some(unsafe { BodyCell::entry_ref(self.cell) }),
-                _p: PhantomData,
-            };
-            // SAFETY: as above; the body is still there.
-            unsafe { BodyCell::drop_body(self.cell) };
-            // Completes the slot with no result.
-            drop(c);
+            // SAFETY: as in `finish`: the entry's first and only use, the
+            // body still there.
+            unsafe { Completer::<T, P>::drop_unrun(self.cell) }
         }
     }
 }

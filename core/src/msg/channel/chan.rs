@@ -246,6 +246,15 @@ impl<T> Chan<T> {
         self.state.load(Ordering::Relaxed) & COUNTED != 0
     }
 
+    /// `S1` and [`counted`](Self::counted) from one load (a mailbox's
+    /// send): `None` if the receiver was dropped, else whether to count.
+    #[inline]
+    pub(crate) fn open(&self) -> Option<bool> {
+        // Relaxed: as in `rx_gone` and `counted`.
+        let st = self.state.load(Ordering::Relaxed);
+        (st & RX_GONE == 0).then_some(st & COUNTED != 0)
+    }
+
     /// `S2`–`S3`: queues `v` and wakes a waiting receiver.
     #[inline]
     pub(crate) fn push<P: Platform>(&self, v: T) {
