@@ -235,7 +235,7 @@ unsafe impl Sync for Life {}
 impl Life {
     /// `depths`: count its mailbox's sends (`Builder::mailbox_depths`).
     pub(crate) fn new(id: u64, name: Option<Arc<str>>, stack: (usize, usize), depths: bool) -> Arc<Self> {
-        Arc::new(Life {
+        crate::sync::arc_in_place(|| Life {
             id,
             depths,
             name,

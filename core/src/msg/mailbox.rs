@@ -208,7 +208,7 @@ pub(crate) fn owned<M: Send + 'static, P: Platform>(
 
 /// A new mailbox and its first address, for the actor of `life`.
 fn pair<M: Send, P: Platform>(life: Arc<Life>, cap: Option<usize>) -> (Mailbox<M, P>, Addr<M, P>) {
-    let shared = Arc::new(Shared {
+    let shared = crate::sync::arc_in_place(|| Shared {
         // Sends are counted only where the runtime asked for depths.
         chan: Chan::with_counted::<P>(life.has_mailbox()),
         bound: cap.map(|c| Box::new(Bound::new(c))),

@@ -99,7 +99,7 @@ impl<P: Platform> RtCore<P> {
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
         // The caller's `life` reference moves into the control block (no
         // count to bump here and drop again below).
-        let actor = Arc::new(Actor::new(life.id, entry, stack, P::stack_free, rt, life));
+        let actor = crate::sync::arc_in_place(|| Actor::new(life.id, entry, stack, P::stack_free, rt, life));
         let life = &actor.life;
         life.bind_actor(&actor, shared);
         // SAFETY: `top` is 64-aligned, at most 1/64 of the stack below the

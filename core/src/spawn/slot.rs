@@ -283,16 +283,21 @@ unsafe fn free<T, F>(slot: NonNull<JoinSlot<T>>) {
 /// A new cell around `body`: the handle's reference and the entry's
 /// pointer (which carries the other reference).
 pub(crate) fn cell<T, F>(body: F) -> (SlotRef<T>, NonNull<BodyCell<T, F>>) {
-    let c = Box::new(BodyCell {
-        slot: JoinSlot {
-            refs: AtomicUsize::new(2),
-            free: free::<T, F>,
-            state: AtomicU32::new(EMPTY),
-            waiter: UnsafeCell::new(None),
-            result: UnsafeCell::new(None),
+    // Built in the allocation (as `crate::sync::arc_in_place`): a body of
+    // any size is moved once, not built on the stack and copied.
+    let c = Box::write(
+        Box::new_uninit(),
+        BodyCell {
+            slot: JoinSlot {
+                refs: AtomicUsize::new(2),
+                free: free::<T, F>,
+                state: AtomicU32::new(EMPTY),
+                waiter: UnsafeCell::new(None),
+                result: UnsafeCell::new(None),
+            },
+            body: RawCell::new(ManuallyDrop::new(body)),
         },
-        body: RawCell::new(ManuallyDrop::new(body)),
-    });
+    );
     let c = NonNull::from(Box::leak(c));
     // SAFETY: a live cell; one of its two references is the handle's.
     (unsafe { SlotRef::from_raw(c.cast()) }, c)
