@@ -36,7 +36,7 @@ pub struct Receiver<T, P: Platform> {
 /// Sends never wait; messages from one sender arrive in the order sent
 /// (see the [module docs](super) for the whole contract).
 pub fn channel<T: Send, P: Platform>() -> (Sender<T, P>, Receiver<T, P>) {
-    let chan = crate::sync::arc_in_place(Chan::new::<P>);
+    let chan = Arc::new(Chan::new::<P>());
     (
         Sender {
             chan: chan.clone(),
