@@ -20,35 +20,21 @@ Build each side's binary first, e.g.
 
 Each run is `BIN --bench --warm-up-time W --measurement-time M FILTER`
 (`SMARM_BENCH_WORKERS` from --workers when given). Output: one line per
-benchmark id, the median per side, its ratio to the first side, and every
-run's point estimate.
+benchmark id, criterion's mean per run (its `estimates.json`, read as
+`scripts/bench.py` reads it), the median per side with its ratio to the
+first side, and every run's mean.
 """
 import argparse
 import collections
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
-UNIT_US = {"ps": 1e-6, "ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
-TIME = re.compile(r"time:\s+\[(\S+) (\S+) (\S+) (\S+) (\S+) (\S+)\]")
-
-
-def parse(out):
-    """Point estimates (µs) by benchmark id from one criterion run."""
-    got, name = {}, None
-    for line in out.splitlines():
-        head = line.split()[0] if line.strip() else ""
-        if line and not line[0].isspace() and "/" in head:
-            name = head
-        m = TIME.search(line)
-        if m and name and "%" not in line:
-            got[name] = float(m.group(3)) * UNIT_US[m.group(4)]
-            name = None
-    return got
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import collect  # noqa: E402  criterion's JSON results, as bench.py reads them
 
 
 def main():
@@ -75,17 +61,22 @@ def main():
             for label, path in sides:
                 exe = os.path.join(tmp, f"{label}-{r}")
                 shutil.copy2(path, exe)
+                # Each run writes its criterion results under a directory of
+                # its own (criterion follows CARGO_TARGET_DIR), read back
+                # with bench.py's `collect`.
+                out = os.path.join(tmp, f"out-{label}-{r}")
                 cmd = [exe, "--bench", "--warm-up-time", args.warm_up_time,
                        "--measurement-time", args.measurement_time, "--noplot"]
                 if args.filter:
                     cmd.append(args.filter)
-                # Criterion writes its data under the working directory.
-                run = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
+                run = subprocess.run(cmd, cwd=tmp, env=dict(env, CARGO_TARGET_DIR=out),
+                                     capture_output=True, text=True)
                 if run.returncode != 0:
                     sys.exit(f"ab.py: {label} run {r} failed:\n{run.stderr[-2000:]}")
-                for name, t in parse(run.stdout).items():
-                    res[name][label].append(t)
+                for name, row in collect(os.path.join(out, "criterion")).items():
+                    res[name][label].append(row[0])
                 os.remove(exe)
+                shutil.rmtree(out)
                 print(f"round {r + 1}/{args.rounds}: {label} done", file=sys.stderr)
     ref = sides[0][0]
     for name, per in res.items():
@@ -96,8 +87,8 @@ def main():
         for label, _ in sides:
             if per.get(label):
                 m = statistics.median(per[label])
-                cols.append(f"{label} {m * 1000:10.0f} ns x{m / base:.3f}")
-        raw = " | ".join(" ".join(f"{t * 1000:.0f}" for t in per[label]) for label, _ in sides if per.get(label))
+                cols.append(f"{label} {m:10.0f} ns x{m / base:.3f}")
+        raw = " | ".join(" ".join(f"{t:.0f}" for t in per[label]) for label, _ in sides if per.get(label))
         print(f"{name:48s} " + "  ".join(cols) + f"   runs (ns): {raw}")
 
 
