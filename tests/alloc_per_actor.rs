@@ -26,25 +26,59 @@ fn heap_per_actor<H>(n: usize, spawn: impl Fn() -> H, finish: impl Fn(H)) -> usi
     usize::try_from(after - before).expect("spawning allocates") / n
 }
 
+/// A fresh one-worker runtime, warmed up: `n` actors spawned, parked and
+/// joined, so the registry's and the stack pool's vectors have grown. Each
+/// warm-up actor's closure carries 600 bytes, which puts its join cell
+/// (the slot and the closure, one block) above the worker's block cache's
+/// largest class: those cells go back to the allocator when freed, and the
+/// cache holds no block that the measured spawns could reuse unseen.
+fn warmed_up_runtime(n: usize) -> Runtime {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(|| {
+        let held: Vec<_> = (0..n)
+            .map(|_| {
+                let pad = [7u8; 600];
+                smarm::spawn_actor(move |mut mb: Mailbox<()>| {
+                    mb.recv().unwrap();
+                    std::hint::black_box(&pad);
+                })
+            })
+            .collect();
+        for (a, h) in held {
+            a.send(()).unwrap();
+            h.join().unwrap();
+        }
+    });
+    rt
+}
+
 #[test]
 fn a_parked_actor_costs_what_the_dump_says() {
     with_timeout(60, || {
         const N: usize = 2000;
-        let rt = Runtime::builder().workers(1).build().unwrap();
-        let (with_mailbox, without) = rt.block_on(|| {
-            let spawn_mb = || smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap());
-            let finish_mb = |(a, h): (smarm::Addr<()>, smarm::JoinHandle<()>)| {
-                a.send(()).unwrap();
-                h.join().unwrap();
-            };
-            // Warm-up: the registry's and the stack pool's vectors grow once.
-            heap_per_actor(N, spawn_mb, finish_mb);
-            let with_mailbox = heap_per_actor(N, spawn_mb, finish_mb);
+        // Each figure on a runtime of its own: a spawn's join cell comes
+        // from the worker's block cache, where the cells of a round that
+        // ended go back, so a second round on one runtime would reuse them
+        // without allocating.
+        let rt = warmed_up_runtime(N);
+        let with_mailbox = rt.block_on(|| {
+            heap_per_actor(
+                N,
+                || smarm::spawn_actor(|mut mb: Mailbox<()>| mb.recv().unwrap()),
+                |(a, h): (smarm::Addr<()>, smarm::JoinHandle<()>)| {
+                    a.send(()).unwrap();
+                    h.join().unwrap();
+                },
+            )
+        });
+        drop(rt);
+        let rt = warmed_up_runtime(N);
+        let without = rt.block_on(|| {
             // Without a mailbox: parked on a oneshot channel instead, whose
             // cost (made before, outside the count) is not the actor's.
             let chans: Vec<_> = (0..N).map(|_| smarm::oneshot::<()>()).collect();
             let chans = std::sync::Mutex::new(chans);
-            let without = heap_per_actor(
+            heap_per_actor(
                 N,
                 || {
                     let (tx, rx) = chans.lock().unwrap().pop().unwrap();
@@ -54,8 +88,7 @@ fn a_parked_actor_costs_what_the_dump_says() {
                     tx.send(()).unwrap();
                     h.join().unwrap();
                 },
-            );
-            (with_mailbox, without)
+            )
         });
         let said = (
             smarm::runtime_bytes_per_actor(true),
@@ -89,6 +122,55 @@ fn a_parked_actor_costs_what_the_dump_says() {
                 said.1, said.0
             )),
             "{first}"
+        );
+    });
+}
+
+/// Allocations of `round()` on the calling actor's worker, after one
+/// round of warm-up.
+fn allocs_of(round: impl Fn()) -> u64 {
+    round();
+    smarm_tests::track_allocs(true);
+    let before = smarm_tests::allocs();
+    round();
+    let n = smarm_tests::allocs() - before;
+    smarm_tests::track_allocs(false);
+    n
+}
+
+/// A spawn takes its join cell (the slot and the closure, one block) from
+/// the worker's block cache, and the cell goes back there when its last
+/// owner lets go: after a warm-up, a spawn allocates its control block and
+/// its `Life` (two `Arc`s) and no third block, whether the actors end one
+/// by one or a thousand are alive at once.
+#[test]
+fn spawns_reuse_their_join_cells() {
+    with_timeout(60, || {
+        const N: u64 = 1000;
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (one_by_one, all_at_once) = rt.block_on(|| {
+            let one_by_one = allocs_of(|| {
+                for i in 0..N {
+                    assert_eq!(smarm::spawn(move || i * 3).join().unwrap(), i * 3);
+                }
+            });
+            let all_at_once = allocs_of(|| {
+                let hs: Vec<_> = (0..N).map(|i| smarm::spawn(move || i * 3)).collect();
+                for (i, h) in (0..N).zip(hs) {
+                    assert_eq!(h.join().unwrap(), i * 3);
+                }
+            });
+            (one_by_one, all_at_once)
+        });
+        eprintln!("allocations per spawn and join: {one_by_one} / {N} one by one, {all_at_once} / {N} a thousand at once");
+        // The handles' vector is the one allocation outside the spawns.
+        assert!(
+            one_by_one <= 2 * N,
+            "{one_by_one} allocations for {N} spawns and joins"
+        );
+        assert!(
+            all_at_once <= 2 * N + 1,
+            "{all_at_once} allocations for {N} spawns and joins"
         );
     });
 }

@@ -1,9 +1,13 @@
-//! Message nodes for mailboxes and channels: the calling worker's
-//! [`NodeCache`], refilled from and spilled to the runtime's [`NodeDepot`]
-//! (`RtCore::nodes`), or the global allocator on a plain thread.
+//! Small blocks from the calling worker's [`NodeCache`], refilled from and
+//! spilled to the runtime's [`NodeDepot`] (`RtCore::nodes`), or from the
+//! global allocator on a plain thread: message nodes for mailboxes and
+//! channels, and a spawn's join cell (`crate::spawn::slot`). A block taken
+//! here may be given back on any thread (`NodeCache`'s contract: cached
+//! blocks are global-allocator memory of their block layout).
 //!
 //! [`NodeDepot`]: crate::lockfree::node_depot::NodeDepot
 
+use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use super::{ctx, WorkerCtx};
@@ -27,15 +31,35 @@ pub(crate) fn node_alloc<T, P: Platform>() -> NonNull<Node<T>> {
 /// (the caller may have moved to another worker's thread across one).
 #[inline]
 pub(crate) unsafe fn node_alloc_in<T, P: Platform>(c: *mut WorkerCtx<P>) -> NonNull<Node<T>> {
+    // SAFETY: forwarded contract.
+    unsafe { block_alloc_in::<P>(c, Node::<T>::layout()) }.cast()
+}
+
+/// A block for `layout` (rounded to its [`NodeCache::block_layout`]): from
+/// the calling worker's cache, or the global allocator on a plain thread.
+/// Never null. Give it back with [`block_free`] and the same layout.
+#[inline]
+pub(crate) fn block_alloc<P: Platform>(layout: Layout) -> NonNull<u8> {
+    // SAFETY: read just now, on this thread.
+    unsafe { block_alloc_in::<P>(ctx::<P>(), layout) }
+}
+
+/// [`block_alloc`] for a caller that read the current-worker slot already.
+///
+/// # Safety
+///
+/// As [`node_alloc_in`].
+#[inline]
+unsafe fn block_alloc_in<P: Platform>(c: *mut WorkerCtx<P>, layout: Layout) -> NonNull<u8> {
     if c.is_null() {
-        return Node::<T>::alloc_global();
+        return NodeCache::alloc_global(layout);
     }
     // SAFETY: a non-null context is this thread's live worker context; no
     // other reference to its cache is live (we hold none across switches).
-    match unsafe { (*c).nodes.alloc_cached(Node::<T>::layout()) } {
-        Some(node) => node.cast(),
+    match unsafe { (*c).nodes.alloc_cached(layout) } {
+        Some(block) => block,
         // SAFETY: as above.
-        None => unsafe { node_refill::<P>(c, Node::<T>::layout()) }.cast(),
+        None => unsafe { node_refill::<P>(c, layout) },
     }
 }
 
@@ -46,7 +70,7 @@ pub(crate) unsafe fn node_alloc_in<T, P: Platform>(c: *mut WorkerCtx<P>) -> NonN
 ///
 /// `c` is this thread's live worker context, as in [`node_alloc`].
 #[cold]
-unsafe fn node_refill<P: Platform>(c: *mut WorkerCtx<P>, layout: core::alloc::Layout) -> NonNull<u8> {
+unsafe fn node_refill<P: Platform>(c: *mut WorkerCtx<P>, layout: Layout) -> NonNull<u8> {
     // SAFETY: caller contract; the core outlives its workers' contexts.
     let (cache, depot) = unsafe { (&mut (*c).nodes, &(*(*c).core).nodes) };
     if let Some(m) = NodeCache::class(layout).and_then(|class| depot.take(class)) {
@@ -62,15 +86,31 @@ unsafe fn node_refill<P: Platform>(c: *mut WorkerCtx<P>, layout: core::alloc::La
 /// allocator on a plain thread).
 #[inline]
 pub(crate) fn node_free<T, P: Platform>(node: NonNull<Node<T>>) {
+    // SAFETY: nodes come from `node_alloc`, with this layout, and the
+    // caller owns `node`.
+    unsafe { block_free::<P>(node.cast(), Node::<T>::layout()) }
+}
+
+/// Gives back a block from [`block_alloc`] (or any `NodeCache` or the
+/// global allocator, with the same block layout): to the calling worker's
+/// cache, whose full class list goes to the depot, or to the global
+/// allocator on a plain thread.
+///
+/// # Safety
+///
+/// `block` came from [`block_alloc`] with `layout` (or a layout with the
+/// same block layout), is not given back since, and the caller gives up
+/// all access to it.
+#[inline]
+pub(crate) unsafe fn block_free<P: Platform>(block: NonNull<u8>, layout: Layout) {
     let c = ctx::<P>();
-    // SAFETY: nodes come from `node_alloc` (some worker's cache or the
-    // global allocator, interchangeable by `NodeCache`'s contract) and the
-    // caller owns `node`; the context is as in `node_alloc`, and its core
-    // outlives it.
+    // SAFETY: the caller's contract (blocks of some worker's cache and of
+    // the global allocator are interchangeable by `NodeCache`'s); the
+    // context is as in `node_alloc`, and its core outlives it.
     unsafe {
         if c.is_null() {
-            Node::<T>::free_global(node);
-        } else if let Some(m) = (*c).nodes.free_spilling(node.cast(), Node::<T>::layout()) {
+            NodeCache::free_global(block, layout);
+        } else if let Some(m) = (*c).nodes.free_spilling(block, layout) {
             // A full list: to the depot, for a worker whose cache is dry.
             (*(*c).core).nodes.put(m);
         }

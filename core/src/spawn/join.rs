@@ -269,7 +269,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (slot, cell) = slot::cell::<T, F>(f);
+    let (slot, cell) = slot::cell::<P, T, F>(f);
     let handle = JoinHandle {
         slot,
         id,

@@ -34,16 +34,18 @@
 //!
 //! Each side publishes before it reads the other's: no wake is lost.
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
+use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ops::Deref;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use crate::actor::exit::JoinError;
 use crate::actor::Actor;
 use crate::msg::wait::Waiter;
+use crate::sched::{block_alloc, block_free};
+use crate::seam::platform::Platform;
 use crate::sync::{AtomicU32, AtomicUsize, Ordering, RawCell, UnsafeCell, LOOM};
 
 pub(super) const EMPTY: u32 = 0;
@@ -255,50 +257,62 @@ impl<T> Drop for SlotRef<T> {
     }
 }
 
-/// Frees a cell whose body is gone (moved out or dropped by the entry).
+/// Frees a cell whose body is gone (moved out or dropped by the entry):
+/// drops the slot and gives the memory back as [`cell`] took it.
 ///
 /// # Safety
 ///
-/// `slot` heads a `BodyCell<T, F>` from [`cell`], with no reference left.
-unsafe fn free<T, F>(slot: NonNull<JoinSlot<T>>) {
-    // SAFETY: contract: the cell came from `Box::into_raw` in `cell`, and
-    // the slot is its first field (`repr(C)`). The body is `ManuallyDrop`
-    // and already gone.
-    let c = unsafe { Box::from_raw(slot.cast::<BodyCell<T, F>>().as_ptr()) };
+/// `slot` heads a `BodyCell<T, F>` from [`cell`] on platform `P`, with no
+/// reference left.
+unsafe fn free<P: Platform, T, F>(slot: NonNull<JoinSlot<T>>) {
+    let c = slot.cast::<BodyCell<T, F>>();
     if LOOM {
         // Under loom, an untaken result (a detached actor's) and a
         // registration are dropped through their cells, as writes: the
         // model then checks that the free comes after every other owner's
-        // last use (`refs`' ordering). The box's drop does the same
+        // last use (`refs`' ordering). The drop below does the same
         // without loom's bookkeeping (explicit takes here made spawn_join
         // 1.14x slower in an A/B).
-        // SAFETY: no other owner is left.
-        drop(c.slot.result.with_mut(|p| unsafe { (*p).take() }));
+        // SAFETY: no other owner is left; the cell is live until the
+        // `block_free` below.
+        let s = unsafe { &(*c.as_ptr()).slot };
         // SAFETY: as above.
-        drop(c.slot.waiter.with_mut(|p| unsafe { (*p).take() }));
+        drop(s.result.with_mut(|p| unsafe { (*p).take() }));
+        // SAFETY: as above.
+        drop(s.waiter.with_mut(|p| unsafe { (*p).take() }));
     }
-    drop(c);
+    // SAFETY: contract: the cell is live, initialised by `cell`, and ours
+    // alone; the slot is its first field (`repr(C)`). The body is
+    // `ManuallyDrop` and already gone, so this drops the slot alone.
+    unsafe { ptr::drop_in_place(c.as_ptr()) };
+    // SAFETY: `cell` took the block with this layout (`block_alloc`); the
+    // cell is dropped and nothing refers to it any more.
+    unsafe { block_free::<P>(c.cast(), Layout::new::<BodyCell<T, F>>()) };
 }
 
 /// A new cell around `body`: the handle's reference and the entry's
-/// pointer (which carries the other reference).
-pub(crate) fn cell<T, F>(body: F) -> (SlotRef<T>, NonNull<BodyCell<T, F>>) {
-    // Built in the allocation (as `crate::sync::arc_in_place`): a body of
-    // any size is moved once, not built on the stack and copied.
-    let c = Box::write(
-        Box::new_uninit(),
-        BodyCell {
+/// pointer (which carries the other reference). Its memory is a block of
+/// the calling worker's cache (`crate::sched::block_alloc`), where the cell
+/// goes back when freed on a worker: a chain of spawns that keeps a
+/// thousand actors alive recycles their cells there instead of through
+/// `malloc`'s bins.
+pub(crate) fn cell<P: Platform, T, F>(body: F) -> (SlotRef<T>, NonNull<BodyCell<T, F>>) {
+    let c = block_alloc::<P>(Layout::new::<BodyCell<T, F>>()).cast::<BodyCell<T, F>>();
+    // SAFETY: a fresh block of at least the cell's size and alignment
+    // (`block_alloc` rounds both up), ours alone. Written in place: a body
+    // of any size is moved once, not built on the stack and copied.
+    unsafe {
+        c.as_ptr().write(BodyCell {
             slot: JoinSlot {
                 refs: AtomicUsize::new(2),
-                free: free::<T, F>,
+                free: free::<P, T, F>,
                 state: AtomicU32::new(EMPTY),
                 waiter: UnsafeCell::new(None),
                 result: UnsafeCell::new(None),
             },
             body: RawCell::new(ManuallyDrop::new(body)),
-        },
-    );
-    let c = NonNull::from(Box::leak(c));
+        })
+    };
     // SAFETY: a live cell; one of its two references is the handle's.
     (unsafe { SlotRef::from_raw(c.cast()) }, c)
 }
@@ -370,7 +384,7 @@ pub mod loom_join {
     /// A cell as a spawn makes it: the handle of actor `id`, and the entry's
     /// side.
     pub fn spawned<T: Send + 'static, P: Platform>(id: u64) -> (JoinHandle<T, P>, Finisher<T, P>) {
-        let (slot, cell) = cell::<T, ()>(());
+        let (slot, cell) = cell::<P, T, ()>(());
         let h = JoinHandle {
             slot,
             id,
@@ -425,7 +439,7 @@ mod tests {
     #[test]
     fn the_result_reaches_the_handle_and_the_cell_is_freed_once() {
         let dropped = core::cell::Cell::new(0);
-        let (h, c) = cell::<Probe<'_>, Vec<u8>>(alloc::vec![1, 2, 3]);
+        let (h, c) = cell::<P, Probe<'_>, Vec<u8>>(alloc::vec![1, 2, 3]);
         // SAFETY: the entry's first and only use.
         let (body, done) = unsafe { BodyCell::take(c) };
         assert_eq!(body, [1, 2, 3]);
@@ -444,7 +458,7 @@ mod tests {
     #[test]
     fn a_body_dropped_unrun_completes_the_slot_with_no_result() {
         let dropped = core::cell::Cell::new(0);
-        let (h, c) = cell::<u32, Probe<'_>>(Probe(&dropped));
+        let (h, c) = cell::<P, u32, Probe<'_>>(Probe(&dropped));
         // SAFETY: the entry's first and only use: its reference, held
         // across the body's drop.
         let r = unsafe { BodyCell::entry_ref(c) };
@@ -465,7 +479,7 @@ mod tests {
     #[test]
     fn the_handle_may_go_first_and_a_timer_last() {
         let dropped = core::cell::Cell::new(0);
-        let (h, c) = cell::<Probe<'_>, ()>(());
+        let (h, c) = cell::<P, Probe<'_>, ()>(());
         let timer = h.clone();
         drop(h);
         // SAFETY: the entry's first and only use.
