@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # importing bench.py leaves no __pycache__ in scripts/
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import collect  # noqa: E402  criterion's JSON results, as bench.py reads them
 
@@ -73,6 +74,10 @@ def main():
                                      capture_output=True, text=True)
                 if run.returncode != 0:
                     sys.exit(f"ab.py: {label} run {r} failed:\n{run.stderr[-2000:]}")
+                # A filter that matches no benchmark leaves no results.
+                if not os.path.isdir(out):
+                    sys.exit(f"ab.py: {label} run {r} measured nothing: does --filter "
+                             f"{args.filter!r} match a benchmark id (BINARY --list)?")
                 for name, row in collect(os.path.join(out, "criterion")).items():
                     res[name][label].append(row[0])
                 os.remove(exe)
