@@ -122,9 +122,7 @@ impl<T> Node<T> {
     }
 
     /// Memory for one node from the global allocator (uninitialised; push
-    /// or [`MpscQueue::new`] initialise it). Never null. (The runtime takes
-    /// its nodes through `crate::sched::node_alloc`; this is for tests.)
-    #[cfg(any(test, feature = "internals", smarm_loom))]
+    /// or [`MpscQueue::new`] initialise it). Never null.
     pub fn alloc_global() -> NonNull<Node<T>> {
         NodeCache::alloc_global(Self::layout()).cast()
     }

@@ -31,35 +31,15 @@ pub(crate) fn node_alloc<T, P: Platform>() -> NonNull<Node<T>> {
 /// (the caller may have moved to another worker's thread across one).
 #[inline]
 pub(crate) unsafe fn node_alloc_in<T, P: Platform>(c: *mut WorkerCtx<P>) -> NonNull<Node<T>> {
-    // SAFETY: forwarded contract.
-    unsafe { block_alloc_in::<P>(c, Node::<T>::layout()) }.cast()
-}
-
-/// A block for `layout` (rounded to its [`NodeCache::block_layout`]): from
-/// the calling worker's cache, or the global allocator on a plain thread.
-/// Never null. Give it back with [`block_free`] and the same layout.
-#[inline]
-pub(crate) fn block_alloc<P: Platform>(layout: Layout) -> NonNull<u8> {
-    // SAFETY: read just now, on this thread.
-    unsafe { block_alloc_in::<P>(ctx::<P>(), layout) }
-}
-
-/// [`block_alloc`] for a caller that read the current-worker slot already.
-///
-/// # Safety
-///
-/// As [`node_alloc_in`].
-#[inline]
-unsafe fn block_alloc_in<P: Platform>(c: *mut WorkerCtx<P>, layout: Layout) -> NonNull<u8> {
     if c.is_null() {
-        return NodeCache::alloc_global(layout);
+        return Node::<T>::alloc_global();
     }
     // SAFETY: a non-null context is this thread's live worker context; no
     // other reference to its cache is live (we hold none across switches).
-    match unsafe { (*c).nodes.alloc_cached(layout) } {
-        Some(block) => block,
+    match unsafe { (*c).nodes.alloc_cached(Node::<T>::layout()) } {
+        Some(node) => node.cast(),
         // SAFETY: as above.
-        None => unsafe { node_refill::<P>(c, layout) },
+        None => unsafe { node_refill::<P>(c, Node::<T>::layout()) }.cast(),
     }
 }
 
@@ -86,9 +66,39 @@ unsafe fn node_refill<P: Platform>(c: *mut WorkerCtx<P>, layout: Layout) -> NonN
 /// allocator on a plain thread).
 #[inline]
 pub(crate) fn node_free<T, P: Platform>(node: NonNull<Node<T>>) {
-    // SAFETY: nodes come from `node_alloc`, with this layout, and the
-    // caller owns `node`.
-    unsafe { block_free::<P>(node.cast(), Node::<T>::layout()) }
+    let c = ctx::<P>();
+    // SAFETY: nodes come from `node_alloc` (some worker's cache or the
+    // global allocator, interchangeable by `NodeCache`'s contract) and the
+    // caller owns `node`; the context is as in `node_alloc`, and its core
+    // outlives it.
+    unsafe {
+        if c.is_null() {
+            Node::<T>::free_global(node);
+        } else if let Some(m) = (*c).nodes.free_spilling(node.cast(), Node::<T>::layout()) {
+            // A full list: to the depot, for a worker whose cache is dry.
+            (*(*c).core).nodes.put(m);
+        }
+    }
+}
+
+/// A block for `layout` (rounded to its [`NodeCache::block_layout`]): from
+/// the calling worker's cache, or the global allocator on a plain thread.
+/// Never null. Give it back with [`block_free`] and the same layout. (The
+/// message-node functions above are this for `Node<T>`'s layout, kept
+/// apart so the send and receive paths inline as they did.)
+#[inline]
+pub(crate) fn block_alloc<P: Platform>(layout: Layout) -> NonNull<u8> {
+    let c = ctx::<P>();
+    if c.is_null() {
+        return NodeCache::alloc_global(layout);
+    }
+    // SAFETY: a non-null context is this thread's live worker context; no
+    // other reference to its cache is live (we hold none across switches).
+    match unsafe { (*c).nodes.alloc_cached(layout) } {
+        Some(block) => block,
+        // SAFETY: as above.
+        None => unsafe { node_refill::<P>(c, layout) },
+    }
 }
 
 /// Gives back a block from [`block_alloc`] (or any `NodeCache` or the
