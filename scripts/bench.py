@@ -4,9 +4,10 @@ run against a baseline, and turn a run into benches/REPORT.md with SVG plots.
 Python 3 standard library only (CI machines have python3; see README).
 
   scripts/bench.py run [--repeats N] [--workers 1,2,4] [--bench NAME ...] [--impl NAME ...] [--no-go]
-        Runs `cargo bench -p smarm-benches` N times (default 3) with a short
-        criterion measurement (default 1.5 s, warm-up 0.5 s), one progress
-        line per bench process, and, when `go` is installed, the Go peer
+        Builds the benches once (`cargo bench --no-run`) and runs them N
+        times (default 3), each process from a fresh copy of its binary,
+        with a short criterion measurement (default 1.5 s, warm-up 0.5 s),
+        one progress line per bench process, and, when `go` is installed, the Go peer
         program benches/go/peers.go once per worker count (GOMAXPROCS);
         writes target/bench-runs/latest.json: host, port, arch, commit,
         workers, and per row the best repeat's mean time, 95% interval and
@@ -185,6 +186,7 @@ def cmd_run(a):
     if go_benches and a.go:
         go = build_go(out_dir)
     meta["go"] = go and go["version"]
+    exes = bench_executables(sorted({b for b, _, _ in jobs}), env)
     start = time.time()
     for r in range(a.repeats):
         crit = os.path.join(out_dir, f"rep{r}", "criterion")
@@ -195,17 +197,25 @@ def cmd_run(a):
         print(f"== repeat {r + 1}/{a.repeats}: {n} bench processes", flush=True)
         with open(os.path.join(out_dir, f"rep{r}", "log.txt"), "w") as log:
             for i, (bench, filt, extra) in enumerate(jobs):
-                cmd = ["cargo", "bench", "-p", "smarm-benches", "--bench", bench, "--", *flags]
+                # A fresh copy of the binary for every process: on the VM
+                # these benches are tuned on, one file's placement biased
+                # every run of it (docs/benchmarks.md, "A/B runs need a
+                # fresh copy per run"). Run where `cargo bench` runs it.
+                exe = os.path.join(out_dir, f"rep{r}", f"{bench}-{i}")
+                shutil.copy2(exes[bench], exe)
+                cmd = [exe, "--bench", *flags]
                 cmd += [filt] if filt else []
                 tag = " ".join([bench] + ([filt] if filt else []) + [f"{k}={v}" for k, v in extra.items()])
                 print(f"[{i + 1}/{n}] {tag} ...", end="", flush=True)
                 log.write(f"== {' '.join(f'{k}={v}' for k, v in extra.items())} {' '.join(cmd)}\n")
                 log.flush()
                 t0 = time.time()
-                p = subprocess.run(cmd, cwd=ROOT, env=dict(renv, **extra), stdout=log, stderr=subprocess.STDOUT)
+                p = subprocess.run(cmd, cwd=os.path.join(ROOT, "benches"), env=dict(renv, **extra),
+                                   stdout=log, stderr=subprocess.STDOUT)
+                os.remove(exe)
                 print(f" {time.time() - t0:.0f} s", flush=True)
                 if p.returncode != 0:
-                    sys.exit(f"cargo bench failed (repeat {r + 1}); see {out_dir}/rep{r}/log.txt")
+                    sys.exit(f"bench {bench} failed (repeat {r + 1}); see {out_dir}/rep{r}/log.txt")
             for j, w in enumerate(worker_list if go else []):
                 print(f"[{len(jobs) + j + 1}/{n}] go peers GOMAXPROCS={w} ...", end="", flush=True)
                 t0 = time.time()
@@ -223,6 +233,29 @@ def cmd_run(a):
     meta["wall_s"] = round(time.time() - start, 1)
     meta["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     write_run(out_dir, meta)
+
+
+def bench_executables(benches, env):
+    """Builds `benches` as `cargo bench` would and returns bench name -> its
+    executable (cargo's JSON messages name it)."""
+    cmd = ["cargo", "bench", "-p", "smarm-benches", "--no-run", "--message-format=json"]
+    for b in benches:
+        cmd += ["--bench", b]
+    print("building the benches...", flush=True)
+    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit("cargo bench --no-run failed (its errors are above)")
+    exes = {}
+    for line in p.stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m.get("executable") and "bench" in m["target"]["kind"]:
+            exes[m["target"]["name"]] = m["executable"]
+    missing = [b for b in benches if b not in exes]
+    if missing:
+        sys.exit(f"cargo built no executable for: {', '.join(missing)}")
+    return exes
 
 
 # Bench binaries that are reports, not criterion benches (they print their
