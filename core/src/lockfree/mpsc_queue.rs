@@ -140,12 +140,13 @@ impl<T> Node<T> {
     }
 }
 
-/// What [`MpscQueue::pop`] found.
+/// What [`MpscQueue::pop`] found (`V` = `T`), or
+/// [`MpscQueue::pop_in_place`] (`V` = a pointer to the value, in place).
 #[derive(Debug)]
-pub enum Pop<T> {
+pub enum Pop<V, T = V> {
     /// The oldest value, and a spent node the caller now owns (push it again
     /// or free it; its contents are garbage).
-    Data(T, NonNull<Node<T>>),
+    Data(V, NonNull<Node<T>>),
     /// No value, and no push in progress.
     Empty,
     /// A producer has swapped `tail` but not linked its node yet (module docs,
@@ -277,12 +278,40 @@ impl<T> MpscQueue<T> {
     ///
     /// # Safety
     ///
-    /// Only the single consumer calls `pop`, [`peek_with`](Self::peek_with),
-    /// [`is_empty_sc`](Self::is_empty_sc) and [`drain`](Self::drain): one
-    /// thread at a time, the role handed between threads with a
-    /// happens-before edge.
+    /// Only the single consumer calls `pop`, [`pop_in_place`](Self::pop_in_place),
+    /// [`peek_with`](Self::peek_with), [`is_empty_sc`](Self::is_empty_sc) and
+    /// [`drain`](Self::drain): one thread at a time, the role handed between
+    /// threads with a happens-before edge.
     #[inline]
     pub unsafe fn pop(&self) -> Pop<T> {
+        // SAFETY: forwarded contract.
+        match unsafe { self.pop_in_place() } {
+            // SAFETY: `pop_in_place` hands the value over, read once here.
+            Pop::Data(v, node) => Pop::Data(unsafe { v.as_ptr().read() }, node),
+            Pop::Empty => Pop::Empty,
+            Pop::Inconsistent => Pop::Inconsistent,
+        }
+    }
+
+    /// [`pop`](Self::pop), with the value left where it is: a pointer to it
+    /// in the node that is now `head` (spent, so nothing reads the value
+    /// there again). The caller owns the value and moves it out with one
+    /// `read` before its next pop (which may hand that node out) and before
+    /// the queue is dropped; one it never reads is leaked, not dropped.
+    ///
+    /// Why: a value handed up by value through a few `Option` / `Result`
+    /// layers (pop, try-receive, the receive loop) is copied at each, and
+    /// for an enum with a niche (a message enum holding a `Vec` or a
+    /// `String`) those copies come out as overlapping moves of odd sizes
+    /// that stall on store-to-load forwarding. A pointer travels in a
+    /// register; the value is copied once, into the receiver's result
+    /// (docs/benchmarks.md, "A receive's copies").
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    #[inline]
+    pub unsafe fn pop_in_place(&self) -> Pop<NonNull<T>, T> {
         // SAFETY: `head` is the consumer's alone (contract).
         let head = self.head.with(|p| unsafe { *p });
         // SAFETY: `head` is a live node: the queue frees nothing it holds.
@@ -293,14 +322,15 @@ impl<T> MpscQueue<T> {
             Some(next) => {
                 // SAFETY: consumer-owned, as above.
                 self.head.with_mut(|p| unsafe { *p = next.as_ptr() });
-                // SAFETY: `next` was linked, so its value is initialised
-                // (ordered by the Acquire above) and, as it is now the spent
-                // head, nobody will read it again.
-                let value = unsafe { next.as_ref() }
-                    .value
-                    .with(|p| unsafe { p.read().assume_init() });
-                // SAFETY: not null (loaded from `head`, a node pointer).
-                Pop::Data(value, unsafe { NonNull::new_unchecked(head) })
+                // SAFETY: `next` is a live node (linked). Its value is
+                // initialised (ordered by the Acquire above); now the spent head, nobody else reads
+                // or writes it until a later pop hands the node out. The
+                // access is taken here (loom checks it here) and the read
+                // is the caller's, on this thread, before that pop.
+                let value = unsafe { next.as_ref() }.value.with(|p| p.cast_mut().cast::<T>());
+                // SAFETY: not null (loaded from `head`, a node pointer); the
+                // value pointer is inside the live node `next`.
+                unsafe { Pop::Data(NonNull::new_unchecked(value), NonNull::new_unchecked(head)) }
             }
             None => self.empty_or_inconsistent(head),
         }
@@ -308,7 +338,7 @@ impl<T> MpscQueue<T> {
 
     /// Step 3: `head.next` was null; does a producer hold the next link?
     #[inline]
-    fn empty_or_inconsistent(&self, head: *mut Node<T>) -> Pop<T> {
+    fn empty_or_inconsistent<V>(&self, head: *mut Node<T>) -> Pop<V, T> {
         // Relaxed: only a hint which answer to give; nothing is read through
         // the pointer. It cannot read a tail older than `head`: the Acquire
         // that made `head` reachable ordered head's swap before this load.

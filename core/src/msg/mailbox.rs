@@ -54,6 +54,7 @@ use alloc::sync::{Arc, Weak};
 
 use crate::actor::life::{ActorRef, CloseDead, Life};
 use core::fmt;
+use core::ptr::NonNull;
 
 use crate::actor::WAIT_MAILBOX;
 use crate::msg::channel::bound::{Bound, Sent};
@@ -409,8 +410,21 @@ impl<M, P: Platform> Shared<M, P> {
     /// Receiver only (the queue's single consumer).
     #[inline]
     unsafe fn pop(&self) -> Result<M, TryRecvError> {
+        // SAFETY: forwarded contract; the message is read once, at once.
+        unsafe { self.pop_in_place() }.map(|m| unsafe { m.as_ptr().read() })
+    }
+
+    /// [`pop`](Self::pop) with the message left in its node
+    /// (`Chan::pop_in_place`): the caller moves it out with one `read`
+    /// before its next pop.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    #[inline]
+    unsafe fn pop_in_place(&self) -> Result<NonNull<M>, TryRecvError> {
         // SAFETY: forwarded contract.
-        let m = unsafe { self.chan.try_recv::<P>() }?;
+        let m = unsafe { self.chan.try_recv_in_place::<P>() }?;
         if self.chan.counted() {
             self.life.count_taken();
         }
@@ -462,14 +476,21 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// empty and no `Addr` is left (nothing can come), or at once for an
     /// actor that runtime shutdown is cancelling, which must not park.
     pub fn recv(&mut self) -> Result<M, RecvError> {
-        let Mailbox { shared, save } = self;
-        let take = |_: &Chan<M>| match save.pop_front() {
-            Some(m) => Ok(m),
-            // SAFETY: `&mut self`: the single consumer.
-            None => unsafe { shared.pop() },
-        };
-        // SAFETY: as above.
-        unsafe { shared.chan.recv_with::<P>(WAIT_MAILBOX, take) }
+        // Saved messages first. Only this receiver's selective receives
+        // (`&mut self`) fill the save queue, so one look before the wait
+        // loop is enough.
+        if !self.save.is_empty() {
+            sched::safe_point::<P>();
+            if let Some(m) = self.save.pop_front() {
+                return Ok(m);
+            }
+        }
+        let shared = &self.shared;
+        // SAFETY: `&mut self`: the single consumer.
+        let take = |_: &Chan<M>| unsafe { shared.pop_in_place() };
+        // SAFETY: as above; the message is read once, at once (no pop in
+        // between).
+        unsafe { shared.chan.recv_with::<P, _>(WAIT_MAILBOX, take) }.map(|m| unsafe { m.as_ptr().read() })
     }
 
     /// The next message, waiting at most `timeout`: `Timeout` if none

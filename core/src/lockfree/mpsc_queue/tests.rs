@@ -128,6 +128,59 @@ fn stub_rotates_out_first() {
     // n1 is the head now and is freed by the queue's drop.
 }
 
+/// A value that counts its drops in a static (no heap: a value the test
+/// leaks on purpose leaves nothing for Miri to report).
+struct StaticCounted(&'static StdAtomicUsize, u64);
+
+impl Drop for StaticCounted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, StdOrdering::Relaxed);
+    }
+}
+
+/// `pop_in_place` leaves each value in the node that becomes `head`, and
+/// that node is the spent one the next pop hands out; the caller's one
+/// read is the value's only move (the queue's drop does not drop a value
+/// left in `head`, read or not).
+#[test]
+fn pop_in_place_leaves_the_value_in_the_new_head() {
+    static DROPS: StdAtomicUsize = StdAtomicUsize::new(0);
+    let q = queue::<StaticCounted>();
+    for i in 0..3 {
+        push(&q, StaticCounted(&DROPS, i));
+    }
+    let mut last: Option<*mut StaticCounted> = None;
+    for i in 0..3 {
+        // SAFETY: the test thread is the only consumer.
+        let Pop::Data(v, spent) = (unsafe { q.pop_in_place() }) else {
+            panic!("value {i} was pushed");
+        };
+        if let Some(prev) = last {
+            // The spent node handed out now held the previous value.
+            // SAFETY: a pointer into `spent`'s memory (not dereferenced).
+            let slot = unsafe { (*spent.as_ptr()).value.with(|p| p.cast_mut().cast::<StaticCounted>()) };
+            assert_eq!(slot, prev, "pop {i}: the spent node is the one the last value was left in");
+        }
+        if i < 2 {
+            // SAFETY: the value is ours, read once, before the next pop.
+            let got = unsafe { v.as_ptr().read() };
+            assert_eq!(got.1, i);
+        } else {
+            // The last one is left unread: leaked, not dropped.
+            // SAFETY: reads a plain field of the live value in place.
+            assert_eq!(unsafe { (*v.as_ptr()).1 }, 2);
+        }
+        last = Some(v.as_ptr());
+        // SAFETY: a spent node, ours now.
+        unsafe { Node::free_global(spent) };
+    }
+    // SAFETY: the test thread is the only consumer.
+    assert!(matches!(unsafe { q.pop_in_place() }, Pop::Empty));
+    assert_eq!(DROPS.load(StdOrdering::Relaxed), 2, "the two values read were dropped once each");
+    drop(q);
+    assert_eq!(DROPS.load(StdOrdering::Relaxed), 2, "the queue's drop left the unread head value alone");
+}
+
 #[test]
 fn inconsistent_until_linked() {
     let q = queue::<u32>();

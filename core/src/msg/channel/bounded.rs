@@ -15,6 +15,7 @@
 //! branch every call, predicted).
 
 use core::fmt;
+use core::ptr::NonNull;
 use core::time::Duration;
 
 use super::bound::{Bound, Sent};
@@ -101,10 +102,20 @@ impl<T: Send + 'static, P: Platform> Bounded<T, P> {
     /// What the receiver takes: a message, its slot freed.
     #[inline]
     fn take(&self) -> impl FnMut(&Chan<T>) -> Result<T, TryRecvError> + '_ {
+        let mut take = self.take_in_place();
+        // SAFETY: the message is read once, at once.
+        move |c| take(c).map(|v| unsafe { v.as_ptr().read() })
+    }
+
+    /// [`take`](Self::take) with the message left in its node
+    /// (`Chan::pop_in_place`): the caller moves it out with one `read`
+    /// before its next take.
+    #[inline]
+    fn take_in_place(&self) -> impl FnMut(&Chan<T>) -> Result<NonNull<T>, TryRecvError> + '_ {
         move |c| {
             // SAFETY: called only from the receiver's methods (`&mut self`:
             // the queue's only consumer).
-            let v = unsafe { c.try_recv::<P>() }?;
+            let v = unsafe { c.try_recv_in_place::<P>() }?;
             self.bound.release_slot();
             Ok(v)
         }
@@ -231,7 +242,9 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
     pub fn recv(&mut self) -> Result<T, RecvError> {
         match &self.kind {
             // SAFETY: `&mut self`: this receiver is the queue's only consumer.
-            Kind::Queue(b) => unsafe { b.chan.recv_with::<P>(WAIT_CHANNEL, b.take()) },
+            // The message is read once, at once (no take in between).
+            Kind::Queue(b) => unsafe { b.chan.recv_with::<P, _>(WAIT_CHANNEL, b.take_in_place()) }
+                .map(|v| unsafe { v.as_ptr().read() }),
             Kind::Zero(z) => Zero::recv(z, None).map_err(|_| RecvError),
         }
     }

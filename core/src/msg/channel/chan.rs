@@ -71,7 +71,7 @@
 //! allocation per message in steady state. A receiver on a plain thread
 //! that waits allocates its wake word, once per wait.
 
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use alloc::sync::Arc;
 
@@ -319,17 +319,19 @@ impl<T> Chan<T> {
         self.senders.load(Ordering::Acquire) == 0
     }
 
-    /// Pops the oldest message, if one is reachable now.
+    /// Pops the oldest message, if one is reachable now, leaving it in its
+    /// node ([`MpscQueue::pop_in_place`]): the caller owns it and moves it
+    /// out with one `read` before its next pop.
     ///
     /// # Safety
     ///
     /// Receiver only (the queue's single consumer; `&mut` on its handle).
     #[inline]
-    pub(crate) unsafe fn pop<P: Platform>(&self) -> Option<T> {
+    pub(crate) unsafe fn pop_in_place<P: Platform>(&self) -> Option<NonNull<T>> {
         let mut backoff = Backoff::new();
         loop {
             // SAFETY: single consumer (contract).
-            match unsafe { self.queue.pop() } {
+            match unsafe { self.queue.pop_in_place() } {
                 Pop::Data(v, node) => {
                     sched::node_free::<T, P>(node);
                     return Some(v);
@@ -348,17 +350,29 @@ impl<T> Chan<T> {
 
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop).
+    /// Receiver only, as for [`pop_in_place`](Self::pop_in_place).
     #[inline]
     pub(crate) unsafe fn try_recv<P: Platform>(&self) -> Result<T, TryRecvError> {
+        // SAFETY: forwarded contract; the value is read once, at once.
+        unsafe { self.try_recv_in_place::<P>() }.map(|v| unsafe { v.as_ptr().read() })
+    }
+
+    /// [`try_recv`](Self::try_recv) with the message left in its node, as
+    /// for [`pop_in_place`](Self::pop_in_place).
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop_in_place`](Self::pop_in_place).
+    #[inline]
+    pub(crate) unsafe fn try_recv_in_place<P: Platform>(&self) -> Result<NonNull<T>, TryRecvError> {
         // SAFETY: forwarded contract.
-        if let Some(v) = unsafe { self.pop::<P>() } {
+        if let Some(v) = unsafe { self.pop_in_place::<P>() } {
             return Ok(v);
         }
         if self.disconnected() {
             // Every push is complete and visible, so this pop is final.
             // SAFETY: forwarded contract.
-            return unsafe { self.pop::<P>() }.ok_or(TryRecvError::Disconnected);
+            return unsafe { self.pop_in_place::<P>() }.ok_or(TryRecvError::Disconnected);
         }
         Err(TryRecvError::Empty)
     }
@@ -369,11 +383,13 @@ impl<T> Chan<T> {
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop).
+    /// Receiver only, as for [`pop_in_place`](Self::pop_in_place).
     #[inline]
     pub(crate) unsafe fn recv<P: Platform>(&self, what: u8) -> Result<T, RecvError> {
-        // SAFETY: forwarded contract.
-        unsafe { self.recv_with::<P>(what, |c| c.try_recv::<P>()) }
+        // SAFETY: forwarded contract; the message is read once, at once
+        // (no pop in between).
+        unsafe { self.recv_with::<P, _>(what, |c| c.try_recv_in_place::<P>()) }
+            .map(|v| unsafe { v.as_ptr().read() })
     }
 
     /// The receive loop of every untimed receive: `take` (which pops from
@@ -383,14 +399,14 @@ impl<T> Chan<T> {
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop); `take` pops only as the
-    /// receiver.
+    /// Receiver only, as for [`pop_in_place`](Self::pop_in_place); `take`
+    /// pops only as the receiver.
     #[inline]
-    pub(crate) unsafe fn recv_with<P: Platform>(
+    pub(crate) unsafe fn recv_with<P: Platform, V>(
         &self,
         what: u8,
-        mut take: impl FnMut(&Self) -> Result<T, TryRecvError>,
-    ) -> Result<T, RecvError> {
+        mut take: impl FnMut(&Self) -> Result<V, TryRecvError>,
+    ) -> Result<V, RecvError> {
         // A safe point: an actor whose timeslice is spent yields here.
         sched::safe_point::<P>();
         loop {
@@ -453,7 +469,7 @@ impl<T> Chan<T> {
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop).
+    /// Receiver only, as for [`pop_in_place`](Self::pop_in_place).
     pub(crate) unsafe fn register(&self, w: Waiter) -> bool {
         // R1.
         self.rx.put(w);
@@ -479,8 +495,8 @@ impl<T> Chan<T> {
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop); `park` may rely on being
-    /// given the running actor.
+    /// Receiver only, as for [`pop_in_place`](Self::pop_in_place); `park`
+    /// may rely on being given the running actor.
     #[cold]
     unsafe fn wait<P: Platform>(&self, deadline: Option<u64>, park: impl FnOnce(*const Actor)) -> bool {
         let Some(w) = Waiter::for_wait::<P>() else {
@@ -512,7 +528,8 @@ impl<T> Chan<T> {
     ///
     /// # Safety
     ///
-    /// Receiver only, as for [`pop`](Self::pop); called once, from its drop.
+    /// Receiver only, as for [`pop_in_place`](Self::pop_in_place); called
+    /// once, from its drop.
     pub(crate) unsafe fn close_rx<P: Platform>(&self) {
         // SeqCst: as strong as the other `state` writes (see `bounded`'s
         // module doc for the wait list that also depends on it).
