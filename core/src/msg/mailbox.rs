@@ -54,11 +54,10 @@ use alloc::sync::{Arc, Weak};
 
 use crate::actor::life::{ActorRef, CloseDead, Life};
 use core::fmt;
-use core::ptr::NonNull;
 
 use crate::actor::WAIT_MAILBOX;
 use crate::msg::channel::bound::{Bound, Sent};
-use crate::msg::channel::chan::Chan;
+use crate::msg::channel::chan::{Chan, Popped};
 use crate::msg::channel::{RecvError, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use crate::sched;
 use crate::sched::timer::PokeWith;
@@ -410,19 +409,19 @@ impl<M, P: Platform> Shared<M, P> {
     /// Receiver only (the queue's single consumer).
     #[inline]
     unsafe fn pop(&self) -> Result<M, TryRecvError> {
-        // SAFETY: forwarded contract; the message is read once, at once.
-        unsafe { self.pop_in_place() }.map(|m| unsafe { m.as_ptr().read() })
+        // SAFETY: forwarded contract.
+        unsafe { self.pop_in_place() }.map(Popped::take)
     }
 
     /// [`pop`](Self::pop) with the message left in its node
-    /// (`Chan::pop_in_place`): the caller moves it out with one `read`
-    /// before its next pop.
+    /// (`Chan::pop_in_place`) until the caller takes it, before its next
+    /// pop.
     ///
     /// # Safety
     ///
     /// As for [`pop`](Self::pop).
     #[inline]
-    unsafe fn pop_in_place(&self) -> Result<NonNull<M>, TryRecvError> {
+    unsafe fn pop_in_place(&self) -> Result<Popped<M, P>, TryRecvError> {
         // SAFETY: forwarded contract.
         let m = unsafe { self.chan.try_recv_in_place::<P>() }?;
         if self.chan.counted() {
@@ -476,21 +475,20 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// empty and no `Addr` is left (nothing can come), or at once for an
     /// actor that runtime shutdown is cancelling, which must not park.
     pub fn recv(&mut self) -> Result<M, RecvError> {
+        // A safe point: an actor whose timeslice is spent yields here.
+        sched::safe_point::<P>();
         // Saved messages first. Only this receiver's selective receives
         // (`&mut self`) fill the save queue, so one look before the wait
         // loop is enough.
-        if !self.save.is_empty() {
-            sched::safe_point::<P>();
-            if let Some(m) = self.save.pop_front() {
-                return Ok(m);
-            }
+        if let Some(m) = self.save.pop_front() {
+            return Ok(m);
         }
         let shared = &self.shared;
         // SAFETY: `&mut self`: the single consumer.
         let take = |_: &Chan<M>| unsafe { shared.pop_in_place() };
-        // SAFETY: as above; the message is read once, at once (no pop in
+        // SAFETY: as above; the message is taken at once (no pop in
         // between).
-        unsafe { shared.chan.recv_with::<P, _>(WAIT_MAILBOX, take) }.map(|m| unsafe { m.as_ptr().read() })
+        unsafe { shared.chan.recv_loop::<P, _>(WAIT_MAILBOX, take) }.map(Popped::take)
     }
 
     /// The next message, waiting at most `timeout`: `Timeout` if none

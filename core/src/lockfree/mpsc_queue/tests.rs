@@ -158,8 +158,15 @@ fn pop_in_place_leaves_the_value_in_the_new_head() {
         if let Some(prev) = last {
             // The spent node handed out now held the previous value.
             // SAFETY: a pointer into `spent`'s memory (not dereferenced).
-            let slot = unsafe { (*spent.as_ptr()).value.with(|p| p.cast_mut().cast::<StaticCounted>()) };
-            assert_eq!(slot, prev, "pop {i}: the spent node is the one the last value was left in");
+            let slot = unsafe {
+                (*spent.as_ptr())
+                    .value
+                    .with(|p| p.cast_mut().cast::<StaticCounted>())
+            };
+            assert_eq!(
+                slot, prev,
+                "pop {i}: the spent node is the one the last value was left in"
+            );
         }
         if i < 2 {
             // SAFETY: the value is ours, read once, before the next pop.
@@ -176,9 +183,17 @@ fn pop_in_place_leaves_the_value_in_the_new_head() {
     }
     // SAFETY: the test thread is the only consumer.
     assert!(matches!(unsafe { q.pop_in_place() }, Pop::Empty));
-    assert_eq!(DROPS.load(StdOrdering::Relaxed), 2, "the two values read were dropped once each");
+    assert_eq!(
+        DROPS.load(StdOrdering::Relaxed),
+        2,
+        "the two values read were dropped once each"
+    );
     drop(q);
-    assert_eq!(DROPS.load(StdOrdering::Relaxed), 2, "the queue's drop left the unread head value alone");
+    assert_eq!(
+        DROPS.load(StdOrdering::Relaxed),
+        2,
+        "the queue's drop left the unread head value alone"
+    );
 }
 
 #[test]

@@ -15,11 +15,10 @@
 //! branch every call, predicted).
 
 use core::fmt;
-use core::ptr::NonNull;
 use core::time::Duration;
 
 use super::bound::{Bound, Sent};
-use super::chan::Chan;
+use super::chan::{Chan, Popped};
 use super::zero::Zero;
 use super::{
     Arc, CapacityError, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
@@ -103,15 +102,14 @@ impl<T: Send + 'static, P: Platform> Bounded<T, P> {
     #[inline]
     fn take(&self) -> impl FnMut(&Chan<T>) -> Result<T, TryRecvError> + '_ {
         let mut take = self.take_in_place();
-        // SAFETY: the message is read once, at once.
-        move |c| take(c).map(|v| unsafe { v.as_ptr().read() })
+        move |c| take(c).map(Popped::take)
     }
 
     /// [`take`](Self::take) with the message left in its node
-    /// (`Chan::pop_in_place`): the caller moves it out with one `read`
-    /// before its next take.
+    /// (`Chan::pop_in_place`) until the caller takes it, before its next
+    /// take.
     #[inline]
-    fn take_in_place(&self) -> impl FnMut(&Chan<T>) -> Result<NonNull<T>, TryRecvError> + '_ {
+    fn take_in_place(&self) -> impl FnMut(&Chan<T>) -> Result<Popped<T, P>, TryRecvError> + '_ {
         move |c| {
             // SAFETY: called only from the receiver's methods (`&mut self`:
             // the queue's only consumer).
@@ -241,10 +239,11 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
     /// must not park).
     pub fn recv(&mut self) -> Result<T, RecvError> {
         match &self.kind {
-            // SAFETY: `&mut self`: this receiver is the queue's only consumer.
-            // The message is read once, at once (no take in between).
-            Kind::Queue(b) => unsafe { b.chan.recv_with::<P, _>(WAIT_CHANNEL, b.take_in_place()) }
-                .map(|v| unsafe { v.as_ptr().read() }),
+            Kind::Queue(b) => {
+                // SAFETY: `&mut self`: this receiver is the queue's only
+                // consumer. The message is taken at once (no take between).
+                unsafe { b.chan.recv_with::<P, _>(WAIT_CHANNEL, b.take_in_place()) }.map(Popped::take)
+            }
             Kind::Zero(z) => Zero::recv(z, None).map_err(|_| RecvError),
         }
     }

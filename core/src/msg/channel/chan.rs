@@ -71,12 +71,13 @@
 //! allocation per message in steady state. A receiver on a plain thread
 //! that waits allocates its wake word, once per wait.
 
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use alloc::sync::Arc;
 
 use crate::actor::Actor;
-use crate::lockfree::mpsc_queue::{MpscQueue, Pop};
+use crate::lockfree::mpsc_queue::{MpscQueue, Node, Pop};
 use crate::msg::wait::{ThreadWaiter, Waiter};
 use crate::sched;
 use crate::seam::platform::Platform;
@@ -92,6 +93,46 @@ const RX_GONE: u32 = 2;
 const COUNTED: u32 = 4;
 
 pub(super) use crate::sched::unwinding as cancelled;
+
+// ---------------------------------------------------------------------------
+// A popped message
+// ---------------------------------------------------------------------------
+
+/// A message popped from a channel's queue and still in its node (the
+/// queue's head now, which nothing else touches before the receiver's next
+/// pop), with the spent node the pop gave back. [`take`](Self::take) moves
+/// the message out and then gives the spent node to this worker's cache.
+/// Every receive takes what it pops before it can unwind; one dropped
+/// untaken would leak its message and node. There is no `Drop` to catch
+/// that on purpose: its landing pads cost the channel ping-pong 1.03x.
+///
+/// Why: a message handed up by value through a few `Option` / `Result`
+/// layers (pop, try-receive, the receive loop) was copied at each, and for
+/// an enum with a niche (a message enum holding a `Vec` or a `String`)
+/// those copies came out as overlapping moves of odd sizes that stalled on
+/// store-to-load forwarding. Two pointers travel in registers; the message
+/// is copied once, into the receiver's result. The spent node is freed
+/// after that copy, so the message's line is loaded first (freeing first
+/// cost ForkJoin's receives 1.03x; docs/benchmarks.md, "A receive's
+/// copies").
+#[must_use = "a popped message is taken, or leaked with its node"]
+pub(crate) struct Popped<T, P: Platform> {
+    value: NonNull<T>,
+    spent: NonNull<Node<T>>,
+    _p: PhantomData<P>,
+}
+
+impl<T, P: Platform> Popped<T, P> {
+    /// Moves the message out; the spent node goes to this worker's cache.
+    #[inline]
+    pub(crate) fn take(self) -> T {
+        // SAFETY: the message is initialised and ours (`MpscQueue::
+        // pop_in_place`): read once, here (`take` consumes `self`).
+        let v = unsafe { self.value.as_ptr().read() };
+        sched::node_free::<T, P>(self.spent);
+        v
+    }
+}
 
 // ---------------------------------------------------------------------------
 // The waiter slot
@@ -320,21 +361,25 @@ impl<T> Chan<T> {
     }
 
     /// Pops the oldest message, if one is reachable now, leaving it in its
-    /// node ([`MpscQueue::pop_in_place`]): the caller owns it and moves it
-    /// out with one `read` before its next pop.
+    /// node ([`MpscQueue::pop_in_place`]) until the caller takes it
+    /// ([`Popped::take`]), before its next pop.
     ///
     /// # Safety
     ///
-    /// Receiver only (the queue's single consumer; `&mut` on its handle).
+    /// Receiver only (the queue's single consumer; `&mut` on its handle);
+    /// the result is taken or dropped before the next pop.
     #[inline]
-    pub(crate) unsafe fn pop_in_place<P: Platform>(&self) -> Option<NonNull<T>> {
+    pub(crate) unsafe fn pop_in_place<P: Platform>(&self) -> Option<Popped<T, P>> {
         let mut backoff = Backoff::new();
         loop {
             // SAFETY: single consumer (contract).
             match unsafe { self.queue.pop_in_place() } {
-                Pop::Data(v, node) => {
-                    sched::node_free::<T, P>(node);
-                    return Some(v);
+                Pop::Data(value, spent) => {
+                    return Some(Popped {
+                        value,
+                        spent,
+                        _p: PhantomData,
+                    })
                 }
                 Pop::Empty => return None,
                 // A sender is between its swap and its link: two
@@ -353,8 +398,8 @@ impl<T> Chan<T> {
     /// Receiver only, as for [`pop_in_place`](Self::pop_in_place).
     #[inline]
     pub(crate) unsafe fn try_recv<P: Platform>(&self) -> Result<T, TryRecvError> {
-        // SAFETY: forwarded contract; the value is read once, at once.
-        unsafe { self.try_recv_in_place::<P>() }.map(|v| unsafe { v.as_ptr().read() })
+        // SAFETY: forwarded contract.
+        unsafe { self.try_recv_in_place::<P>() }.map(Popped::take)
     }
 
     /// [`try_recv`](Self::try_recv) with the message left in its node, as
@@ -364,7 +409,7 @@ impl<T> Chan<T> {
     ///
     /// As for [`pop_in_place`](Self::pop_in_place).
     #[inline]
-    pub(crate) unsafe fn try_recv_in_place<P: Platform>(&self) -> Result<NonNull<T>, TryRecvError> {
+    pub(crate) unsafe fn try_recv_in_place<P: Platform>(&self) -> Result<Popped<T, P>, TryRecvError> {
         // SAFETY: forwarded contract.
         if let Some(v) = unsafe { self.pop_in_place::<P>() } {
             return Ok(v);
@@ -386,10 +431,9 @@ impl<T> Chan<T> {
     /// Receiver only, as for [`pop_in_place`](Self::pop_in_place).
     #[inline]
     pub(crate) unsafe fn recv<P: Platform>(&self, what: u8) -> Result<T, RecvError> {
-        // SAFETY: forwarded contract; the message is read once, at once
-        // (no pop in between).
-        unsafe { self.recv_with::<P, _>(what, |c| c.try_recv_in_place::<P>()) }
-            .map(|v| unsafe { v.as_ptr().read() })
+        // SAFETY: forwarded contract; the message is taken at once (no
+        // pop in between).
+        unsafe { self.recv_with::<P, _>(what, |c| c.try_recv_in_place::<P>()) }.map(Popped::take)
     }
 
     /// The receive loop of every untimed receive: `take` (which pops from
@@ -405,10 +449,27 @@ impl<T> Chan<T> {
     pub(crate) unsafe fn recv_with<P: Platform, V>(
         &self,
         what: u8,
-        mut take: impl FnMut(&Self) -> Result<V, TryRecvError>,
+        take: impl FnMut(&Self) -> Result<V, TryRecvError>,
     ) -> Result<V, RecvError> {
         // A safe point: an actor whose timeslice is spent yields here.
         sched::safe_point::<P>();
+        // SAFETY: forwarded contract.
+        unsafe { self.recv_loop::<P, V>(what, take) }
+    }
+
+    /// [`recv_with`](Self::recv_with) without its safe point, for a caller
+    /// that passed one already (a mailbox's receive, which looks at its
+    /// save queue first).
+    ///
+    /// # Safety
+    ///
+    /// As for [`recv_with`](Self::recv_with).
+    #[inline]
+    pub(crate) unsafe fn recv_loop<P: Platform, V>(
+        &self,
+        what: u8,
+        mut take: impl FnMut(&Self) -> Result<V, TryRecvError>,
+    ) -> Result<V, RecvError> {
         loop {
             match take(self) {
                 Ok(v) => return Ok(v),
