@@ -111,10 +111,10 @@ pub(super) use crate::sched::unwinding as cancelled;
 /// an enum with a niche (a message enum holding a `Vec` or a `String`)
 /// those copies came out as overlapping moves of odd sizes that stalled on
 /// store-to-load forwarding. Two pointers travel in registers; the message
-/// is copied once, into the receiver's result. The spent node is freed
-/// after that copy, so the message's line is loaded first (freeing first
-/// cost ForkJoin's receives 1.03x; docs/benchmarks.md, "A receive's
-/// copies").
+/// is copied once, into the receiver's result. The pop has already loaded
+/// the message's first line (`MpscQueue::pop_in_place`), so the copy
+/// does not wait behind the free's stores (docs/benchmarks.md, "A
+/// receive's copies").
 #[must_use = "a popped message is taken, or leaked with its node"]
 pub(crate) struct Popped<T, P: Platform> {
     value: NonNull<T>,
@@ -126,11 +126,11 @@ impl<T, P: Platform> Popped<T, P> {
     /// Moves the message out; the spent node goes to this worker's cache.
     #[inline]
     pub(crate) fn take(self) -> T {
-        // SAFETY: the message is initialised and ours (`MpscQueue::
-        // pop_in_place`): read once, here (`take` consumes `self`).
-        let v = unsafe { self.value.as_ptr().read() };
         sched::node_free::<T, P>(self.spent);
-        v
+        // SAFETY: the message is initialised and ours (`MpscQueue::
+        // pop_in_place`), in a node other than the spent one: read once,
+        // here (`take` consumes `self`).
+        unsafe { self.value.as_ptr().read() }
     }
 }
 
