@@ -77,6 +77,7 @@ pub(crate) mod bound;
 mod bounded;
 pub(crate) mod chan;
 mod oneshot;
+mod popped;
 mod unbounded;
 mod zero;
 

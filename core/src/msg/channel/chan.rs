@@ -71,18 +71,18 @@
 //! allocation per message in steady state. A receiver on a plain thread
 //! that waits allocates its wake word, once per wait.
 
-use core::marker::PhantomData;
-use core::ptr::{self, NonNull};
+use core::ptr;
 
 use alloc::sync::Arc;
 
 use crate::actor::Actor;
-use crate::lockfree::mpsc_queue::{MpscQueue, Node, Pop};
+use crate::lockfree::mpsc_queue::{MpscQueue, Pop};
 use crate::msg::wait::{ThreadWaiter, Waiter};
 use crate::sched;
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
 
+pub(crate) use super::popped::Popped;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::sched::timer::Poke;
 
@@ -93,46 +93,6 @@ const RX_GONE: u32 = 2;
 const COUNTED: u32 = 4;
 
 pub(super) use crate::sched::unwinding as cancelled;
-
-// ---------------------------------------------------------------------------
-// A popped message
-// ---------------------------------------------------------------------------
-
-/// A message popped from a channel's queue and still in its node (the
-/// queue's head now, which nothing else touches before the receiver's next
-/// pop), with the spent node the pop gave back. [`take`](Self::take) moves
-/// the message out and then gives the spent node to this worker's cache.
-/// Every receive takes what it pops before it can unwind; one dropped
-/// untaken would leak its message and node. There is no `Drop` to catch
-/// that on purpose: its landing pads cost the channel ping-pong 1.03x.
-///
-/// Why: a message handed up by value through a few `Option` / `Result`
-/// layers (pop, try-receive, the receive loop) was copied at each, and for
-/// an enum with a niche (a message enum holding a `Vec` or a `String`)
-/// those copies came out as overlapping moves of odd sizes that stalled on
-/// store-to-load forwarding. Two pointers travel in registers; the message
-/// is copied once, into the receiver's result. The pop has already loaded
-/// the message's first line (`MpscQueue::pop_in_place`), so the copy
-/// does not wait behind the free's stores (docs/benchmarks.md, "A
-/// receive's copies").
-#[must_use = "a popped message is taken, or leaked with its node"]
-pub(crate) struct Popped<T, P: Platform> {
-    value: NonNull<T>,
-    spent: NonNull<Node<T>>,
-    _p: PhantomData<P>,
-}
-
-impl<T, P: Platform> Popped<T, P> {
-    /// Moves the message out; the spent node goes to this worker's cache.
-    #[inline]
-    pub(crate) fn take(self) -> T {
-        sched::node_free::<T, P>(self.spent);
-        // SAFETY: the message is initialised and ours (`MpscQueue::
-        // pop_in_place`), in a node other than the spent one: read once,
-        // here (`take` consumes `self`).
-        unsafe { self.value.as_ptr().read() }
-    }
-}
 
 // ---------------------------------------------------------------------------
 // The waiter slot
@@ -374,13 +334,7 @@ impl<T> Chan<T> {
         loop {
             // SAFETY: single consumer (contract).
             match unsafe { self.queue.pop_in_place() } {
-                Pop::Data(value, spent) => {
-                    return Some(Popped {
-                        value,
-                        spent,
-                        _p: PhantomData,
-                    })
-                }
+                Pop::Data(value, spent) => return Some(Popped::new(value, spent)),
                 Pop::Empty => return None,
                 // A sender is between its swap and its link: two
                 // instructions, unless its thread was preempted there.
