@@ -235,14 +235,14 @@ def cmd_run(a):
     write_run(out_dir, meta)
 
 
-def bench_executables(benches, env):
-    """Builds `benches` as `cargo bench` would and returns bench name -> its
-    executable (cargo's JSON messages name it)."""
+def bench_executables(benches, env, root=ROOT):
+    """Builds `benches` in the workspace at `root` as `cargo bench` would and
+    returns bench name -> its executable (cargo's JSON messages name it)."""
     cmd = ["cargo", "bench", "-p", "smarm-benches", "--no-run", "--message-format=json"]
     for b in benches:
         cmd += ["--bench", b]
     print("building the benches...", flush=True)
-    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.exit("cargo bench --no-run failed (its errors are above)")
     exes = {}
