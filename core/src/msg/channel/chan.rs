@@ -327,7 +327,8 @@ impl<T> Chan<T> {
     /// # Safety
     ///
     /// Receiver only (the queue's single consumer; `&mut` on its handle);
-    /// the result is taken or dropped before the next pop.
+    /// the result is taken before the next pop (one dropped untaken leaks
+    /// its message and node: `Popped` has no `Drop`).
     #[inline]
     pub(crate) unsafe fn pop_in_place<P: Platform>(&self) -> Option<Popped<T, P>> {
         let mut backoff = Backoff::new();
