@@ -10,8 +10,8 @@
 //! the depot, or to the allocator when the depot is full, so a few
 //! allocations per 10^5 messages happen (docs/reliability.md,
 //! "Allocation"). What must hold: every node allocated is freed again or
-//! kept in a cache, so the blocks alive at the end exceed those at the
-//! start by at most what two caches hold. A node leaked or never recycled
+//! kept in a cache or the depot, so the blocks alive at the end exceed
+//! those at the start by at most what two caches and the depot hold. A node leaked or never recycled
 //! fails it (one per message). Every thread's allocations are counted
 //! while measuring ([`track_all_allocs`]): this binary holds one test, so
 //! the harness allocates nothing meanwhile.
@@ -28,10 +28,24 @@ const WARM: u64 = 2_000;
 const WORKERS: usize = 2;
 const MEASURED: u64 = 50_000;
 
-/// Blocks two workers' node caches and the depot between them can hold
-/// (`NodeCache::CLASS_CAP` per size class in a cache, two such lists per
-/// class in the depot; one class used here), plus the nodes in flight.
-const CACHED_MAX: i64 = (2 + 2) * 1024 + 16;
+/// Blocks of one size class (`block` bytes each) that two workers' node
+/// caches and the depot between them can hold, plus the nodes in flight:
+/// `NodeCache::CLASS_CAP` (1,024) in a cache; in the depot, lists of 1,024
+/// up to 1 MiB of blocks per class, at least two (`DEPOT_CLASS_BYTES`,
+/// core/src/sched/mod.rs). Each flow below sends more messages than this,
+/// so a node leaked or never recycled per message exceeds it.
+const fn cached_max(block: i64) -> i64 {
+    let lists = (1 << 20) / (1024 * block);
+    let depot = if lists > 2 { lists } else { 2 };
+    (2 + depot) * 1024 + 16
+}
+
+/// A message node's block (`Node<T>`: a link and the message, rounded up
+/// to 16 bytes).
+const fn block_of<T>() -> i64 {
+    let size = 8 + std::mem::size_of::<T>() as i64;
+    (size + 15) / 16 * 16
+}
 
 /// Every thread's allocations and deallocations while `f` runs.
 #[derive(Debug, Clone, Copy)]
@@ -221,8 +235,18 @@ fn steady_state_messaging_on_two_workers_never_grows_memory() {
             2 * MEASURED,
             6 * MEASURED
         );
-        assert!(m.growth() <= CACHED_MAX, "mailbox messaging grew memory: {m:?}");
-        assert!(c.growth() <= CACHED_MAX, "channel messaging grew memory: {c:?}");
-        assert!(o.growth() <= CACHED_MAX, "a one-way flow grew memory: {o:?}");
+        let (mb, cb, ob) = (block_of::<Msg>(), block_of::<u64>(), block_of::<Option<u64>>());
+        // What the bounds are for: one leaked node per message exceeds them.
+        assert!(cached_max(mb) < 2 * MEASURED as i64 && cached_max(ob) < MEASURED as i64);
+        assert!(cached_max(cb) < 6 * MEASURED as i64);
+        assert!(
+            m.growth() <= cached_max(mb),
+            "mailbox messaging grew memory: {m:?}"
+        );
+        assert!(
+            c.growth() <= cached_max(cb),
+            "channel messaging grew memory: {c:?}"
+        );
+        assert!(o.growth() <= cached_max(ob), "a one-way flow grew memory: {o:?}");
     });
 }

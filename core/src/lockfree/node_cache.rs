@@ -141,6 +141,11 @@ impl NodeCache {
         }
     }
 
+    /// The block size of class `class` (below [`CLASSES`]): `16 * (class + 1)`.
+    pub const fn class_size(class: usize) -> usize {
+        class_layout(class).size()
+    }
+
     /// A block for `layout`: a cached one of its class, else a fresh one from
     /// the global allocator (with the block layout). Never null.
     #[inline]

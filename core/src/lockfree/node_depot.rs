@@ -10,16 +10,21 @@
 //! full list over, [`NodeCache::CLASS_CAP`] blocks in one lock round, and
 //! the producer's takes it: the blocks go round instead.
 //!
-//! Bounded: it keeps at most `cap` magazines per class; a magazine beyond
-//! that is freed to the global allocator (after the lock is released), so
-//! a burst that filled every cache gives its memory back.
+//! Bounded: it keeps at most a cap of magazines per class, the larger of a
+//! count (`min`) and what fits in a byte budget per class (`class_bytes`:
+//! more magazines of small blocks than of large ones); a magazine beyond
+//! that is freed to the global allocator (after the lock is released). So
+//! a burst of queued messages up to the budget comes back and goes round
+//! again without the allocator (a sender that queues 32,000 `u64`s before
+//! its receivers run: 16-byte nodes, 512 KiB), and a larger one gives the
+//! rest of its memory back.
 //!
 //! [`NodeCache`]: super::node_cache::NodeCache
 //! [`NodeCache::CLASS_CAP`]: super::node_cache::NodeCache::CLASS_CAP
 
 use alloc::vec::Vec;
 
-use super::node_cache::{Magazine, CLASSES};
+use super::node_cache::{Magazine, NodeCache, CLASSES};
 use crate::seam::lock::Mutex;
 use crate::seam::platform::RawLock;
 use crate::sync::{AtomicUsize, Ordering};
@@ -32,28 +37,45 @@ pub struct NodeDepot<L: RawLock> {
     classes: Mutex<L, [Vec<Magazine>; CLASSES]>,
     /// Magazines held over all classes, readable without the lock.
     held: AtomicUsize,
-    /// The most magazines kept per class.
-    cap: usize,
+    /// The fewest magazines a class may keep.
+    min: usize,
+    /// The bytes of blocks a class may keep, if that is more magazines.
+    class_bytes: usize,
 }
 
 impl<L: RawLock> NodeDepot<L> {
     /// An empty depot keeping up to `cap` magazines per class.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
     pub fn new(cap: usize) -> Self {
+        Self::with_budget(cap, 0)
+    }
+
+    /// An empty depot keeping per class up to `min` magazines, or as many
+    /// as fit in `class_bytes` of blocks if that is more.
+    pub fn with_budget(min: usize, class_bytes: usize) -> Self {
         NodeDepot {
             classes: Mutex::new(core::array::from_fn(|_| Vec::new())),
             held: AtomicUsize::new(0),
-            cap,
+            min,
+            class_bytes,
         }
     }
 
+    /// The most magazines kept of class `class`.
+    pub fn cap(&self, class: usize) -> usize {
+        let magazine = NodeCache::CLASS_CAP * NodeCache::class_size(class);
+        self.min.max(self.class_bytes / magazine)
+    }
+
     /// Keeps `m` for a later [`take`](Self::take), or frees its blocks when
-    /// its class already has `cap` magazines.
+    /// its class already has [`cap`](Self::cap) magazines.
     #[cold]
     pub fn put(&self, m: Magazine) {
+        let cap = self.cap(m.class());
         let spare = {
             let mut classes = self.classes.lock();
             let list = &mut classes[m.class()];
-            if list.len() < self.cap {
+            if list.len() < cap {
                 list.push(m);
                 // Relaxed: written under the lock; `take` reads it only as
                 // a hint and takes the lock before trusting it.
@@ -93,7 +115,8 @@ impl<L: RawLock> core::fmt::Debug for NodeDepot<L> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("NodeDepot")
             .field("held", &self.held())
-            .field("cap", &self.cap)
+            .field("min", &self.min)
+            .field("class_bytes", &self.class_bytes)
             .finish()
     }
 }

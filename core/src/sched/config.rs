@@ -71,9 +71,14 @@ impl<P: Platform> RtCore<P> {
             // actors per run). Idle pooled stacks cost address space and the
             // pages they once touched (a few KiB each), not their full size.
             pool: StackPool::new(stack_size, SHARED_STACKS_MIN.max(256 * workers)),
-            // A magazine per worker and class beyond what the caches hold:
-            // a worker's cache spills one only when it is full.
-            nodes: NodeDepot::new(workers.max(2)),
+            // Beyond what the caches hold, per class: a magazine per worker
+            // (a worker's cache spills one only when it is full), or 1 MiB
+            // of blocks if that is more, so that a burst of queued messages
+            // goes round without the allocator (docs/benchmarks.md, "A
+            // burst's nodes"). What a class keeps is what the allocator
+            // would have kept too: small blocks freed to it stay in its
+            // free lists, not given back to the system.
+            nodes: NodeDepot::with_budget(workers.max(2), DEPOT_CLASS_BYTES),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             live: AtomicUsize::new(0),

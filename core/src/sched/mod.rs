@@ -171,6 +171,11 @@ const ID_BLOCK: u64 = 1024;
 /// The least number of spare stacks the shared pool keeps.
 const SHARED_STACKS_MIN: usize = 4096;
 
+/// The bytes of spare message nodes the node depot keeps per size class
+/// (at least a magazine per worker): 64 magazines of 16-byte nodes, 2 of
+/// 512-byte ones.
+const DEPOT_CLASS_BYTES: usize = 1 << 20;
+
 /// Consecutive runs from the run-next slot before the worker serves the run
 /// queue first: a ping-pong pair handing each other the slot would otherwise
 /// starve everything queued (tokio settled on 3 for the same reason).

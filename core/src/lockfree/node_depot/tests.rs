@@ -108,3 +108,26 @@ fn a_one_way_flow_between_two_threads_goes_round_the_depot() {
         unsafe { NodeCache::free_global(b, l) };
     }
 }
+
+#[test]
+fn a_byte_budget_keeps_more_magazines_of_small_blocks() {
+    // 64 KiB per class: 4 magazines of 16-byte blocks (16 KiB each), the
+    // minimum of 1 for 400-byte ones (400 KiB each, over the budget).
+    let d = Depot::with_budget(1, 64 << 10);
+    let (small, big) = (layout(16), layout(400));
+    let class = |l| NodeCache::class(l).unwrap();
+    assert_eq!(d.cap(class(small)), 4);
+    assert_eq!(d.cap(class(big)), 1);
+    for _ in 0..5 {
+        d.put(magazine(small));
+    }
+    d.put(magazine(big));
+    d.put(magazine(big));
+    assert_eq!(d.held(), 5, "4 small kept, the 5th freed; 1 big kept");
+    for _ in 0..4 {
+        assert_eq!(d.take(class(small)).expect("kept").len(), NodeCache::CLASS_CAP);
+    }
+    assert!(d.take(class(small)).is_none(), "the fifth was freed, not kept");
+    assert!(d.take(class(big)).is_some());
+    assert!(d.take(class(big)).is_none(), "the second big one was freed");
+}
