@@ -475,8 +475,9 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// empty and no `Addr` is left (nothing can come), or at once for an
     /// actor that runtime shutdown is cancelling, which must not park.
     pub fn recv(&mut self) -> Result<M, RecvError> {
-        // A safe point: an actor whose timeslice is spent yields here.
-        sched::safe_point::<P>();
+        // A safe point: an actor whose timeslice is spent yields here. The
+        // current-worker slot as it is after it, for the node free.
+        let c = sched::safe_point_here::<P>();
         // Saved messages first. Only this receiver's selective receives
         // (`&mut self`) fill the save queue, so one look before the wait
         // loop is enough.
@@ -486,9 +487,10 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         let shared = &self.shared;
         // SAFETY: `&mut self`: the single consumer.
         let take = |_: &Chan<M>| unsafe { shared.pop_in_place() };
-        // SAFETY: as above; the message is taken at once (no pop in
-        // between).
-        unsafe { shared.chan.recv_loop::<P, _>(WAIT_MAILBOX, take) }.map(Popped::take)
+        // SAFETY: as above; `c` read after the safe point; the message is
+        // taken at once (no pop in between), with the slot read after the
+        // last switch.
+        unsafe { shared.chan.recv_loop::<P, _>(WAIT_MAILBOX, c, take) }.map(|(m, c)| unsafe { m.take_in(c) })
     }
 
     /// The next message, waiting at most `timeout`: `Timeout` if none

@@ -66,7 +66,17 @@ unsafe fn node_refill<P: Platform>(c: *mut WorkerCtx<P>, layout: Layout) -> NonN
 /// allocator on a plain thread).
 #[inline]
 pub(crate) fn node_free<T, P: Platform>(node: NonNull<Node<T>>) {
-    let c = ctx::<P>();
+    // SAFETY: read just now, on this thread.
+    unsafe { node_free_in::<T, P>(ctx::<P>(), node) }
+}
+
+/// [`node_free`] for a caller that read the current-worker slot already.
+///
+/// # Safety
+///
+/// `c` is as for [`node_alloc_in`].
+#[inline]
+pub(crate) unsafe fn node_free_in<T, P: Platform>(c: *mut WorkerCtx<P>, node: NonNull<Node<T>>) {
     // SAFETY: nodes come from `node_alloc` (some worker's cache or the
     // global allocator, interchangeable by `NodeCache`'s contract) and the
     // caller owns `node`; the context is as in `node_alloc`, and its core

@@ -104,30 +104,49 @@ pub(crate) unsafe fn slice_spent<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
 #[inline]
 pub(crate) fn safe_point<P: Platform>() {
     // SAFETY: read just now, on this thread.
-    unsafe { safe_point_in::<P>(ctx::<P>()) }
+    unsafe { safe_point_in::<P>(ctx::<P>()) };
 }
 
-/// [`safe_point`] for a caller that read the current-worker slot already.
+/// [`safe_point`], returning the current-worker slot as it is after it,
+/// for a caller that uses it before its next switch (a receive that finds
+/// a message frees the node into that worker's cache): one read of the
+/// slot, and a second only when the actor yielded here (it may resume on
+/// another worker).
+#[inline]
+pub(crate) fn safe_point_here<P: Platform>() -> *mut WorkerCtx<P> {
+    let c = ctx::<P>();
+    // SAFETY: read just now, on this thread.
+    if unsafe { safe_point_in::<P>(c) } {
+        ctx::<P>()
+    } else {
+        c
+    }
+}
+
+/// [`safe_point`] for a caller that read the current-worker slot already;
+/// `true` if the caller yielded (switched) here.
 ///
 /// # Safety
 ///
 /// `c` is what `ctx::<P>()` returned on this thread, with no switch since.
 #[inline]
-pub(crate) unsafe fn safe_point_in<P: Platform>(c: *mut WorkerCtx<P>) {
+pub(crate) unsafe fn safe_point_in<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
     if c.is_null() {
-        return;
+        return false;
     }
     // SAFETY: a non-null context is this thread's live worker context.
     unsafe {
         (*c).budget -= 1;
         if (*c).budget != 0 {
-            return;
+            return false;
         }
         (*c).budget = SAFE_POINT_BUDGET;
         if !(*c).current.is_null() && slice_spent(c) {
             expire::<P>(c);
+            return true;
         }
     }
+    false
 }
 
 /// The running actor's timeslice is spent: count it, queue the actor in

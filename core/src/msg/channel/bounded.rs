@@ -241,8 +241,10 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
         match &self.kind {
             Kind::Queue(b) => {
                 // SAFETY: `&mut self`: this receiver is the queue's only
-                // consumer. The message is taken at once (no take between).
-                unsafe { b.chan.recv_with::<P, _>(WAIT_CHANNEL, b.take_in_place()) }.map(Popped::take)
+                // consumer. The message is taken at once (no take between),
+                // with the slot read after the last switch.
+                unsafe { b.chan.recv_with::<P, _>(WAIT_CHANNEL, b.take_in_place()) }
+                    .map(|(m, c)| unsafe { m.take_in(c) })
             }
             Kind::Zero(z) => Zero::recv(z, None).map_err(|_| RecvError),
         }

@@ -78,7 +78,7 @@ use alloc::sync::Arc;
 use crate::actor::Actor;
 use crate::lockfree::mpsc_queue::{MpscQueue, Pop};
 use crate::msg::wait::{ThreadWaiter, Waiter};
-use crate::sched;
+use crate::sched::{self, WorkerCtx};
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
 
@@ -387,8 +387,9 @@ impl<T> Chan<T> {
     #[inline]
     pub(crate) unsafe fn recv<P: Platform>(&self, what: u8) -> Result<T, RecvError> {
         // SAFETY: forwarded contract; the message is taken at once (no
-        // pop in between).
-        unsafe { self.recv_with::<P, _>(what, |c| c.try_recv_in_place::<P>()) }.map(Popped::take)
+        // pop in between), with the slot read after the last switch.
+        unsafe { self.recv_with::<P, _>(what, |c| c.try_recv_in_place::<P>()) }
+            .map(|(m, c)| unsafe { m.take_in(c) })
     }
 
     /// The receive loop of every untimed receive: `take` (which pops from
@@ -405,29 +406,34 @@ impl<T> Chan<T> {
         &self,
         what: u8,
         take: impl FnMut(&Self) -> Result<V, TryRecvError>,
-    ) -> Result<V, RecvError> {
+    ) -> Result<(V, *mut WorkerCtx<P>), RecvError> {
         // A safe point: an actor whose timeslice is spent yields here.
-        sched::safe_point::<P>();
-        // SAFETY: forwarded contract.
-        unsafe { self.recv_loop::<P, V>(what, take) }
+        let c = sched::safe_point_here::<P>();
+        // SAFETY: forwarded contract; `c` read after the safe point.
+        unsafe { self.recv_loop::<P, V>(what, c, take) }
     }
 
     /// [`recv_with`](Self::recv_with) without its safe point, for a caller
     /// that passed one already (a mailbox's receive, which looks at its
-    /// save queue first).
+    /// save queue first) and read the current-worker slot after it (`c`).
+    /// With the value, the slot as it is after the last wait (read again
+    /// after each: the actor may resume on another worker), for the
+    /// caller's node free.
     ///
     /// # Safety
     ///
-    /// As for [`recv_with`](Self::recv_with).
+    /// As for [`recv_with`](Self::recv_with); `c` is what `sched::ctx`
+    /// returned on this thread, with no switch since.
     #[inline]
     pub(crate) unsafe fn recv_loop<P: Platform, V>(
         &self,
         what: u8,
+        mut c: *mut WorkerCtx<P>,
         mut take: impl FnMut(&Self) -> Result<V, TryRecvError>,
-    ) -> Result<V, RecvError> {
+    ) -> Result<(V, *mut WorkerCtx<P>), RecvError> {
         loop {
             match take(self) {
-                Ok(v) => return Ok(v),
+                Ok(v) => return Ok((v, c)),
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {
                     // SAFETY: forwarded contract; `park` gets the calling
@@ -435,6 +441,7 @@ impl<T> Chan<T> {
                     if !unsafe { self.wait::<P>(None, |a| sched::park_actor::<P>(a, what)) } {
                         return Err(RecvError);
                     }
+                    c = sched::ctx::<P>();
                 }
             }
         }

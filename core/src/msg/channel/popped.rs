@@ -6,7 +6,7 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::lockfree::mpsc_queue::Node;
-use crate::sched;
+use crate::sched::{self, WorkerCtx};
 use crate::seam::platform::Platform;
 
 /// A message popped from a channel's queue and still in its node (the
@@ -48,10 +48,24 @@ impl<T, P: Platform> Popped<T, P> {
     /// Moves the message out; the spent node goes to this worker's cache.
     #[inline]
     pub(crate) fn take(self) -> T {
-        sched::node_free::<T, P>(self.spent);
+        // SAFETY: read just now, on this thread.
+        unsafe { self.take_in(sched::ctx::<P>()) }
+    }
+
+    /// [`take`](Self::take) for a receive that read the current-worker
+    /// slot already (at its safe point, or after its last wait).
+    ///
+    /// # Safety
+    ///
+    /// `c` is what `sched::ctx::<P>()` returned on this thread, with no
+    /// switch since.
+    #[inline]
+    pub(crate) unsafe fn take_in(self, c: *mut WorkerCtx<P>) -> T {
+        // SAFETY: contract.
+        unsafe { sched::node_free_in::<T, P>(c, self.spent) };
         // SAFETY: the message is initialised and ours (`MpscQueue::
         // pop_in_place`), in a node other than the spent one: read once,
-        // here (`take` consumes `self`).
+        // here (`take_in` consumes `self`).
         unsafe { self.value.as_ptr().read() }
     }
 }

@@ -57,7 +57,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         // SAFETY: `&mut self`: the single consumer.
         let take = |_: &Chan<M>| unsafe { take_matching(shared, save, &mut pred) };
         // SAFETY: as above.
-        unsafe { shared.chan.recv_with::<P, _>(WAIT_MAILBOX, take) }
+        unsafe { shared.chan.recv_with::<P, _>(WAIT_MAILBOX, take) }.map(|(m, _)| m)
     }
 
     /// Selective receive with a timeout (Erlang's `receive ... after`):
