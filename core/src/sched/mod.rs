@@ -246,7 +246,14 @@ pub(crate) struct Spare {
 const SPARE_EXIT: u32 = u32::MAX;
 
 /// Safe points (sends, receives) between two reads of the cycle counter.
-const SAFE_POINT_BUDGET: u32 = 4;
+/// A read is 7.6 ns on the 2-core Intel Xeon VM the benches ran on (11 ns
+/// on an AMD EPYC one); with a budget of 4 one came every second message
+/// (a send and a receive are a safe point each; docs/benchmarks.md, "The
+/// safe points' clock reads"). The
+/// cost of a larger budget is a slice that ends (and starts: the stamp is
+/// lazy) up to one budget of safe points late: 64 sends at ~20-50 ns each
+/// are 1-3 µs of a 100 µs default slice.
+const SAFE_POINT_BUDGET: u32 = 64;
 
 /// How long an idle worker keeps looking for work before it sleeps, in
 /// ns of the platform clock (`Shared::spin_for_work`). A wake from another
