@@ -89,8 +89,11 @@ fn hog_with_checkpoints_and_a_ping_pong_pair_share_the_worker() {
     with_timeout(120, || {
         // A 1 ms slice: many chunks per slice even where a chunk is slow
         // (debug builds under qemu), so the granularity of the safe points
-        // (sends and receives read the clock every few calls) stays small
-        // against the slice.
+        // stays small against the slice. Sends and receives read the clock
+        // once per budget of calls, which shrinks when the calls come
+        // slowly: with a fixed budget of 64 the pair overran its slices
+        // under TSan (a chunk per ball is slow there) and this ratio was
+        // 2.8.
         let rt = Runtime::builder()
             .workers(1)
             .timeslice(Some(Duration::from_millis(1)))

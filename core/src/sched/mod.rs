@@ -45,9 +45,11 @@
 //! every resume cost 1.37x on the yield round trip in `preempt_cost`
 //! (68.4 vs 50.0 ns here: a counter read is ~20 ns in this VM), and an
 //! actor that switches out before any safe point needs no slice at all.
-//! Safe points (sends and receives every [`SAFE_POINT_BUDGET`] calls,
-//! [`checkpoint`] every call, spawn always) yield once the slice is spent.
-//! The slice thus starts up to one budget of safe points late. An actor
+//! Safe points (sends and receives once per budget of calls, which adapts
+//! to how fast they come: [`SAFE_POINT_BUDGET_MAX`]; [`checkpoint`] every
+//! call, spawn always) yield once the slice is spent. The slice thus
+//! starts, and ends, up to one budget of safe points late: about a
+//! [`CLOCK_READ_SHARE`]-th of a slice once the budget has adapted. An actor
 //! whose slice is spent first moves the run-next slot's actor to the run
 //! queue (it would inherit the spent slice), then yields
 //! ([`timeslice::expire`]): one expiry per slice, and the queue gets its
@@ -245,15 +247,25 @@ pub(crate) struct Spare {
 
 const SPARE_EXIT: u32 = u32::MAX;
 
-/// Safe points (sends, receives) between two reads of the cycle counter.
-/// A read is 7.6 ns on the 2-core Intel Xeon VM the benches ran on (11 ns
-/// on an AMD EPYC one); with a budget of 4 one came every second message
-/// (a send and a receive are a safe point each; docs/benchmarks.md, "The
-/// safe points' clock reads"). The
-/// cost of a larger budget is a slice that ends (and starts: the stamp is
-/// lazy) up to one budget of safe points late: 64 sends at ~20-50 ns each
-/// are 1-3 µs of a 100 µs default slice.
-const SAFE_POINT_BUDGET: u32 = 64;
+/// The most safe points (sends, receives) between two reads of the cycle
+/// counter. The budget adapts between 1 and this (`timeslice::next_budget`):
+/// it doubles while the safe points between two reads take under half of
+/// [`CLOCK_READ_SHARE`] of a slice, and halves once they take more, so an
+/// actor that does real work between messages is still preempted within
+/// about that share of its slice, and a message storm reads the counter
+/// once per 64 safe points. A read is 7.6 ns on the 2-core Intel Xeon VM
+/// the benches ran on (11 ns on an AMD EPYC one); a fixed budget of 4 put
+/// one on every second message (docs/benchmarks.md, "The safe points'
+/// clock reads").
+const SAFE_POINT_BUDGET_MAX: u32 = 64;
+
+/// The budget a worker starts with (and the fixed one before it adapted).
+const SAFE_POINT_BUDGET_START: u32 = 4;
+
+/// The slice is divided by this for the time the budget aims to put
+/// between two reads of the cycle counter (a sixteenth: 6 µs of the
+/// default 100 µs slice).
+const CLOCK_READ_SHARE: u32 = 16;
 
 /// How long an idle worker keeps looking for work before it sleeps, in
 /// ns of the platform clock (`Shared::spin_for_work`). A wake from another
@@ -435,6 +447,10 @@ pub(crate) struct WorkerCtx<P: Platform> {
     slice_cycles: u64,
     /// Safe points left before the next cycle-counter read.
     budget: u32,
+    /// The budget the countdown restarts from (adapted at each read).
+    budget_len: u32,
+    /// The cycle counter at the last budgeted read (0: none yet).
+    last_read: u64,
     /// Turns left before the next timer check.
     timer_turns: u32,
     /// Timer checks left before the next non-blocking IO poll.

@@ -90,7 +90,20 @@ pub(crate) unsafe fn slice_spent<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
         if end == u64::MAX {
             return false; // timeslices off
         }
-        let now = <P::Arch as Arch>::cycles();
+        slice_spent_at(c, <P::Arch as Arch>::cycles())
+    }
+}
+
+/// [`slice_spent`] with the cycle counter read (`now`), timeslices on.
+///
+/// # Safety
+///
+/// `c` is this thread's live worker context.
+#[inline(always)]
+unsafe fn slice_spent_at<P: Platform>(c: *mut WorkerCtx<P>, now: u64) -> bool {
+    // SAFETY: contract.
+    unsafe {
+        let end = (*c).slice_end;
         if end == 0 {
             (*c).slice_end = now.saturating_add((*c).slice_cycles);
             return false;
@@ -140,13 +153,63 @@ pub(crate) unsafe fn safe_point_in<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
         if (*c).budget != 0 {
             return false;
         }
-        (*c).budget = SAFE_POINT_BUDGET;
-        if !(*c).current.is_null() && slice_spent(c) {
+        if !(*c).current.is_null() && budget_spent(c) {
             expire::<P>(c);
             return true;
         }
+        if (*c).budget == 0 {
+            // Off an actor (nothing to preempt): the last budget again.
+            (*c).budget = (*c).budget_len;
+        }
     }
     false
+}
+
+/// A safe point's budget ran out: reads the cycle counter, sets the next
+/// budget ([`next_budget`]) and says whether the running actor's slice is
+/// spent (stamping its start if this is the first read since the resume).
+///
+/// # Safety
+///
+/// `c` is this thread's live worker context.
+#[inline]
+unsafe fn budget_spent<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
+    // SAFETY: contract.
+    unsafe {
+        let end = (*c).slice_end;
+        if end == u64::MAX {
+            // Timeslices off: nothing to read the counter for.
+            (*c).budget = SAFE_POINT_BUDGET_MAX;
+            return false;
+        }
+        let now = <P::Arch as Arch>::cycles();
+        let len = next_budget(
+            (*c).budget_len,
+            now.wrapping_sub((*c).last_read),
+            (*c).slice_cycles / u64::from(CLOCK_READ_SHARE),
+        );
+        (*c).last_read = now;
+        (*c).budget_len = len;
+        (*c).budget = len;
+        slice_spent_at(c, now)
+    }
+}
+
+/// The budget after one of `len` safe points that took `gap` cycles, for a
+/// read every `target` cycles or so: doubled (at most
+/// [`SAFE_POINT_BUDGET_MAX`]) when the gap was under half the target,
+/// halved (at least 1) when it was over the target, else kept. A gap that
+/// spans other actors' turns (the counter is the worker's) only makes the
+/// budget smaller: reads come sooner, never later.
+#[inline]
+pub(crate) fn next_budget(len: u32, gap: u64, target: u64) -> u32 {
+    if gap < target / 2 {
+        (len * 2).min(SAFE_POINT_BUDGET_MAX)
+    } else if gap > target {
+        (len / 2).max(1)
+    } else {
+        len
+    }
 }
 
 /// The running actor's timeslice is spent: count it, queue the actor in
@@ -182,5 +245,50 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
             }
         }
         suspend::<P>(me, Request::Yield);
+    }
+}
+
+#[cfg(all(test, not(smarm_loom)))]
+mod tests {
+    use super::{next_budget, SAFE_POINT_BUDGET_MAX};
+    use alloc::vec;
+
+    #[test]
+    fn a_budget_doubles_while_reads_come_fast_up_to_the_max() {
+        let target = 1_000;
+        let mut len = 1;
+        let mut seen = vec![len];
+        while len < SAFE_POINT_BUDGET_MAX {
+            len = next_budget(len, 100, target);
+            seen.push(len);
+        }
+        assert_eq!(seen, [1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(
+            next_budget(SAFE_POINT_BUDGET_MAX, 0, target),
+            SAFE_POINT_BUDGET_MAX
+        );
+    }
+
+    #[test]
+    fn a_budget_halves_once_reads_come_late_down_to_one() {
+        let target = 1_000;
+        assert_eq!(next_budget(64, 1_001, target), 32);
+        assert_eq!(next_budget(2, u64::MAX, target), 1);
+        assert_eq!(
+            next_budget(1, u64::MAX, target),
+            1,
+            "every safe point reads at worst"
+        );
+    }
+
+    #[test]
+    fn a_budget_near_the_target_stays() {
+        let target = 1_000;
+        for gap in [500, 750, 1_000] {
+            assert_eq!(next_budget(8, gap, target), 8, "gap {gap}");
+        }
+        // No target (a slice shorter than the share's divisor in cycles):
+        // every gap is over it.
+        assert_eq!(next_budget(8, 1, 0), 4);
     }
 }

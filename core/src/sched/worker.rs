@@ -534,7 +534,9 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             u64::MAX
         },
         slice_cycles: shared.core.slice_cycles,
-        budget: SAFE_POINT_BUDGET,
+        budget: SAFE_POINT_BUDGET_START,
+        budget_len: SAFE_POINT_BUDGET_START,
+        last_read: 0,
         timer_turns: TIMER_CHECK_TURNS,
         io_checks: io::IO_POLL_CHECKS,
         resumes: 0,
