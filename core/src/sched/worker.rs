@@ -88,7 +88,9 @@ pub(crate) enum WorkerExit {
 }
 
 impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
-    /// Queues a runnable actor and wakes a sleeping worker if needed.
+    /// Queues a runnable actor and wakes a sleeping worker if needed. The
+    /// caller is the thread serving the worker whose `counters` these are
+    /// (a thread that serves none calls [`push_outside`](Self::push_outside)).
     #[inline]
     pub(crate) fn push(&self, a: Arc<Actor>, counters: &Counters) {
         // Counted before the push: once pushed, another worker may pop and
@@ -96,6 +98,17 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // after its join would see dequeued > enqueued.
         counters.enqueued(1);
         self.queue.push(a);
+        if self.core.workers.len() == 1 {
+            // The one worker is the caller, awake: only workers sleep on
+            // the idle list, so the notify's SeqCst fence (a locked
+            // instruction per yield) would find nobody to wake.
+            debug_assert_eq!(
+                self.core.idle.sleepers(),
+                0,
+                "a one-worker runtime's worker pushes awake"
+            );
+            return;
+        }
         if self.core.idle.notify_one() {
             counters.wakeups(1);
         }
