@@ -190,8 +190,23 @@ impl<Q: Queue> Rt<Q> {
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
-            self.schedule_outside(old); // `Shared::push`: the same steps
+            self.push(old);
         }
+    }
+
+    /// `Shared::push`, a worker's own push: the queue, then the notify,
+    /// which a one-worker runtime skips (its one worker is the caller).
+    // mirror: core/src/sched/worker.rs push 72e5996b5dd0
+    fn push(&self, a: usize) {
+        let mut a = a;
+        while let Err(back) = self.queue.push(a) {
+            a = back;
+            thread::yield_now();
+        }
+        if self.workers == 1 {
+            return;
+        }
+        self.idle.notify_one();
     }
 
     /// `Shared::find_work`: own slot, queue, other workers' slots.
@@ -300,7 +315,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 51ce537ad5e3
+    // mirror: core/src/sched/worker.rs run_worker daa7701c385a
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {
@@ -406,6 +421,19 @@ fn queued_actor_vs_shutdown() {
         let rt = Arc::new(Rt::<Ring<usize>>::new(2, 1, 0));
         run_and_stop(rt.clone(), None, false);
         assert_eq!(rt.live.load(Ordering::SeqCst), 0);
+    });
+}
+
+/// One worker sweeps two parked actors at shutdown: the second wake
+/// displaces the first from the run-next slot into the queue, a worker's
+/// own push, which on one worker wakes nobody (`Shared::push`: its one
+/// worker is the pusher); that worker still runs both, and exits.
+#[test]
+fn one_worker_sweep_displaces_into_the_queue_without_a_notify() {
+    model(|| {
+        let rt = Arc::new(Rt::<Ring<usize>>::new(1, 0, 2));
+        run_and_stop(rt.clone(), None, false);
+        assert_eq!(rt.live.load(Ordering::SeqCst), 0, "both woken actors ran");
     });
 }
 
