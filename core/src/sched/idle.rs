@@ -17,7 +17,7 @@
 //! 4. futex-wait while `word[i] == 0` (or until the deadline, after which
 //!    `i` takes itself off the list as in 3).
 //!
-//! Before step 1 the scheduler may spin (`sched::worker`'s
+//! Before step 1 the scheduler may spin (`sched::spin`'s
 //! `spin_for_work`: one worker of a runtime at a time, for at most
 //! `IDLE_SPIN_NS`, not while descriptors are registered): it only reads
 //! the sources of work, so to this protocol it is an earlier step 3 that

@@ -124,6 +124,7 @@ pub(crate) mod registry;
 mod run;
 mod shutdown;
 mod sleep;
+mod spin;
 pub(crate) mod stack;
 mod start;
 mod switch;
