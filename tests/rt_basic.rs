@@ -143,6 +143,42 @@ fn yields_take_turns_in_queue_order() {
     });
 }
 
+/// On one worker the worker's own pushes (every yield) go to a FIFO of its
+/// own, and a plain thread's to the shared ring: an actor spawned from
+/// outside must still run while the worker's FIFO never empties (four
+/// actors yielding until that actor stops them).
+#[test]
+fn an_actor_spawned_from_outside_runs_during_a_yield_storm() {
+    with_timeout(60, || {
+        const N: usize = 4;
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (stop, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let hs: Vec<_> = (0..N)
+            .map(|_| {
+                let (stop, started) = (stop.clone(), started.clone());
+                rt.spawn(move || {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    let mut yields = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        smarm::yield_now();
+                        yields += 1;
+                    }
+                    yields
+                })
+            })
+            .collect();
+        eventually(30, "the yielders started", || started.load(Ordering::SeqCst) == N);
+        let stopper = {
+            let stop = stop.clone();
+            rt.spawn(move || stop.store(true, Ordering::SeqCst))
+        };
+        stopper.join().unwrap();
+        for h in hs {
+            assert!(h.join().unwrap() > 0, "a yielder never yielded");
+        }
+    });
+}
+
 /// Yields handed actor to actor still let the worker loop run its
 /// periodic duties: a sleeper's timer fires while two actors yield to
 /// each other without end.

@@ -1,7 +1,9 @@
 //! Loom models of the shutdown protocol: the shutdown flag, the `finished`
 //! flag, the live-actor count, the registry sweep of parked actors and the
 //! last-idle-worker decision, over the real idle protocol
-//! (`smarm_core::idle`), the real run queue ring and the real run-next slots.
+//! (`smarm_core::idle`), the real run queue ring (with the one worker's own
+//! FIFO in front on one worker: `smarm_core::queue::WorkerRing`) and the
+//! real run-next slots.
 //!
 //! Loom cannot run the scheduler itself (actors need the asm context
 //! switch), so the worker loop here is a replica of the atomics layer of
@@ -30,6 +32,7 @@ use std::collections::VecDeque;
 
 use smarm_core::idle::Idle;
 use smarm_core::lock::FutexLock;
+use smarm_core::queue::WorkerRing;
 use smarm_core::ring::Ring;
 use smarm_core::slot::Slot;
 
@@ -48,17 +51,56 @@ const DONE: u32 = 4;
 /// sched.rs `SHUTDOWN_SWEEPS`.
 const SHUTDOWN_SWEEPS: usize = 4;
 
-/// The run queue: the real ring, or, in the models with two workers, a
+/// The run queue: the one-worker runtime's (the ring with the worker's own
+/// FIFO in front), the real ring, or, in the models with two workers, a
 /// locked deque. A ring push between its claim and its publish makes the
 /// ring non-empty but not yet poppable, and two idle workers yield-spinning
 /// on it can starve the pusher forever under loom's unfair scheduler (a
 /// "max branches" failure, not a runtime bug); a locked push has no such
-/// window.
+/// window. `push` is a plain thread's; `push_worker` and `pop_worker` the
+/// worker's own (`RunQueue::push_worker`, `pop_worker`).
 trait Queue: Send + Sync + 'static {
     fn new() -> Self;
     fn push(&self, v: usize) -> Result<(), usize>;
     fn pop(&self) -> Option<usize>;
     fn is_empty(&self) -> bool;
+    fn push_worker(&self, v: usize) -> Result<(), usize> {
+        self.push(v)
+    }
+    fn pop_worker(&self) -> Option<usize> {
+        self.pop()
+    }
+}
+
+/// The one-worker queue (`RingQueue` on a one-worker runtime). Only the
+/// models with one worker use it: the worker calls are that worker's.
+type Owned = WorkerRing<usize, FutexLock<LoomP>>;
+
+impl Queue for Owned {
+    fn new() -> Self {
+        WorkerRing::new(2, true)
+    }
+    fn push(&self, v: usize) -> Result<(), usize> {
+        WorkerRing::push(self, v, &mut relax);
+        Ok(())
+    }
+    fn pop(&self) -> Option<usize> {
+        WorkerRing::pop(self, &mut relax)
+    }
+    fn is_empty(&self) -> bool {
+        WorkerRing::is_empty(self)
+    }
+    fn push_worker(&self, v: usize) -> Result<(), usize> {
+        // SAFETY: only the one-worker models use this queue, and their one
+        // worker thread (or, after it is joined, the stop thread) makes
+        // every worker call.
+        unsafe { self.push_owner(v, &mut relax) };
+        Ok(())
+    }
+    fn pop_worker(&self) -> Option<usize> {
+        // SAFETY: as in `push_worker`.
+        unsafe { self.pop_owner(&mut relax) }
+    }
 }
 
 impl Queue for Ring<usize> {
@@ -196,10 +238,10 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::push`, a worker's own push: the queue, then the notify,
     /// which a one-worker runtime skips (its one worker is the caller).
-    // mirror: core/src/sched/worker.rs push 72e5996b5dd0
+    // mirror: core/src/sched/worker.rs push f4e37d31ca62
     fn push(&self, a: usize) {
         let mut a = a;
-        while let Err(back) = self.queue.push(a) {
+        while let Err(back) = self.queue.push_worker(a) {
             a = back;
             thread::yield_now();
         }
@@ -211,9 +253,10 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::find_work`: own slot, queue, other workers' slots.
     // mirror: core/src/sched/worker.rs find_work a829fdbf5a60
+    // mirror: core/src/sched/worker.rs pop_queue 790d22dcde7e
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
-            .or_else(|| self.queue.pop())
+            .or_else(|| self.queue.pop_worker())
             .or_else(|| (1..self.workers).find_map(|k| own(self.run_next[(i + k) % self.workers].take())))
     }
 
@@ -355,7 +398,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/rt/runtime.rs stop 9d7e956910ad
+// mirror: core/src/rt/runtime.rs stop ba2aa5406438
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);
@@ -381,7 +424,8 @@ fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_firs
     }
     let abandoned = rt.live.load(Ordering::SeqCst);
     let mut leftovers: Vec<usize> = Vec::new();
-    while let Some(a) = rt.queue.pop() {
+    // After the joins: the worker's own calls are the stop thread's now.
+    while let Some(a) = rt.queue.pop_worker() {
         leftovers.push(a);
     }
     leftovers.extend(rt.run_next.iter().filter_map(|s| own(s.take())));
@@ -426,12 +470,13 @@ fn queued_actor_vs_shutdown() {
 
 /// One worker sweeps two parked actors at shutdown: the second wake
 /// displaces the first from the run-next slot into the queue, a worker's
-/// own push, which on one worker wakes nobody (`Shared::push`: its one
-/// worker is the pusher); that worker still runs both, and exits.
+/// own push (into its own FIFO), which on one worker wakes nobody
+/// (`Shared::push`: its one worker is the pusher); that worker still runs
+/// both, and exits.
 #[test]
 fn one_worker_sweep_displaces_into_the_queue_without_a_notify() {
     model(|| {
-        let rt = Arc::new(Rt::<Ring<usize>>::new(1, 0, 2));
+        let rt = Arc::new(Rt::<Owned>::new(1, 0, 2));
         run_and_stop(rt.clone(), None, false);
         assert_eq!(rt.live.load(Ordering::SeqCst), 0, "both woken actors ran");
     });
@@ -489,7 +534,7 @@ fn outside_wake<Q: Queue>(workers: usize, flag_first: bool) {
 /// One worker, the stop thread racing both.
 #[test]
 fn outside_wake_races_the_sweep() {
-    outside_wake::<Ring<usize>>(1, false);
+    outside_wake::<Owned>(1, false);
 }
 
 /// Two workers (over the locked queue: see `Queue`), the flag already set.

@@ -534,7 +534,9 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         core.names.clear();
         // Leftovers (pushed by outside threads after the workers stopped):
         // dropping them unmaps their stacks.
-        while self.shared.queue.pop().is_some() {}
+        // SAFETY: every worker thread has been joined above, so no thread
+        // serves a worker now, and their last queue calls happen-before this.
+        while unsafe { self.shared.queue.pop_worker() }.is_some() {}
         for w in core.workers.iter() {
             drop(take_slot(&w.run_next));
         }

@@ -8,11 +8,13 @@
 //!   storm on 2 to 16 workers ran 3 to 8 times slower on it than on the
 //!   stripes; on one worker the stripes' extra indirection costs about a
 //!   tenth of a yield (docs/benchmarks.md, "Run queues on many cores").
-//! - [`RingQueue`]: the bounded MPMC [`Ring`] plus an unbounded
+//! - [`RingQueue`]: the bounded MPMC [`Ring`](crate::lockfree::ring::Ring) plus an unbounded
 //!   overflow list under the platform lock. A full ring never drops or blocks
 //!   a wake: the push spills to the overflow. Pops take from the ring and, when
 //!   it is empty (or every 61st pop, so spilled actors cannot starve behind a
-//!   ring kept full), from the overflow.
+//!   ring kept full), from the overflow. On a one-worker runtime the worker's
+//!   own pushes and pops use a FIFO of its own in front, without atomics
+//!   ([`owned`]).
 //! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
 //!   baseline that the ring must beat.
 //! - [`StripedQueue`]: `K` rings (one per worker, up to 16) with a shared
@@ -25,15 +27,17 @@ use alloc::sync::Arc;
 use core::marker::PhantomData;
 
 use crate::actor::Actor;
-use crate::lockfree::ring::Ring;
 use crate::seam::lock::Mutex;
 use crate::seam::platform::{Platform, RawLock};
 use crate::sync::{AtomicUsize, Ordering};
 
+pub mod owned;
 pub mod striped;
 #[cfg(all(test, not(smarm_loom)))]
 mod tests;
 
+#[cfg(any(test, feature = "internals", smarm_loom))]
+pub use owned::WorkerRing;
 #[cfg(any(test, feature = "internals", smarm_loom))]
 pub use striped::Striped;
 pub use striped::StripedQueue;
@@ -61,6 +65,30 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     fn push(&self, actor: Runnable);
     /// Takes the oldest runnable actor, if any.
     fn pop(&self) -> Option<Runnable>;
+    /// [`push`](Self::push) from the thread serving one of the runtime's
+    /// workers (a variant may keep a worker's own pushes apart from other
+    /// threads').
+    ///
+    /// # Safety
+    ///
+    /// The caller is the thread serving one of the runtime's workers, and
+    /// a worker's duty moves between threads only through a handoff with a
+    /// Release/Acquire edge (`Shared::push`'s invariant).
+    #[inline]
+    unsafe fn push_worker(&self, actor: Runnable) {
+        self.push(actor)
+    }
+    /// [`pop`](Self::pop) from the thread serving one of the runtime's
+    /// workers; it may also take what [`push_worker`](Self::push_worker)
+    /// kept apart.
+    ///
+    /// # Safety
+    ///
+    /// As for [`push_worker`](Self::push_worker).
+    #[inline]
+    unsafe fn pop_worker(&self) -> Option<Runnable> {
+        self.pop()
+    }
     /// Approximate length (for counters and idle checks).
     fn len(&self) -> usize;
     /// `len() == 0`.
@@ -77,12 +105,10 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
 }
 
 /// The ring run queue (the default on one worker): an MPMC ring with an
-/// overflow list.
+/// overflow list, and on a one-worker runtime the worker's own FIFO in
+/// front ([`owned`]).
 pub struct RingQueue<P: Platform> {
-    ring: Ring<Runnable>,
-    overflow: Overflow<Runnable, P::Lock>,
-    /// Pop count, to look at the overflow first every 61st pop.
-    pops: AtomicUsize,
+    inner: owned::WorkerRing<Runnable, P::Lock>,
     _p: PhantomData<fn() -> P>,
 }
 
@@ -141,45 +167,45 @@ impl<T, L: RawLock> Overflow<T, L> {
 impl<P: Platform> RunQueue<P> for RingQueue<P> {
     const NAME: &'static str = "ring";
 
-    fn with_capacity(capacity: usize, _workers: usize) -> Self {
+    fn with_capacity(capacity: usize, workers: usize) -> Self {
         RingQueue {
-            ring: Ring::with_capacity(capacity),
-            overflow: Overflow::new(),
-            pops: AtomicUsize::new(0),
+            inner: owned::WorkerRing::new(capacity, workers == 1),
             _p: PhantomData,
         }
     }
 
     #[inline]
     fn push(&self, actor: Runnable) {
-        if let Err(actor) = self.ring.push(actor, &mut relax::<P>()) {
-            self.overflow.push(actor);
-        }
+        self.inner.push(actor, &mut relax::<P>())
     }
 
     #[inline]
     fn pop(&self) -> Option<Runnable> {
-        // Relaxed load + store, not a fetch_add: this counter only paces the
-        // fairness check, so an increment lost to a racing pop merely shifts
-        // which pop looks at the overflow, and every pop is spared a locked
-        // RMW on a line all workers share.
-        let n = self.pops.load(Ordering::Relaxed);
-        self.pops.store(n.wrapping_add(1), Ordering::Relaxed);
-        if n % 61 == 60 {
-            if let Some(a) = self.overflow.pop() {
-                return Some(a);
-            }
-        }
-        match self.ring.pop(&mut relax::<P>()) {
-            Some(a) => Some(a),
-            None => self.overflow.pop(),
-        }
+        self.inner.pop(&mut relax::<P>())
+    }
+
+    #[inline]
+    unsafe fn push_worker(&self, actor: Runnable) {
+        // SAFETY: forwarded contract (the thread serving a worker, the
+        // only one when the queue is owned).
+        unsafe { self.inner.push_owner(actor, &mut relax::<P>()) }
+    }
+
+    #[inline]
+    unsafe fn pop_worker(&self) -> Option<Runnable> {
+        // SAFETY: as in `push_worker`.
+        unsafe { self.inner.pop_owner(&mut relax::<P>()) }
     }
 
     #[inline]
     fn len(&self) -> usize {
         // Approximate by contract.
-        self.ring.len() + self.overflow.len()
+        self.inner.len()
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.inner.is_empty()
     }
 }
 
@@ -223,6 +249,26 @@ impl<P: Platform> RunQueue<P> for AutoQueue<P> {
         match self {
             AutoQueue::Ring(q) => q.pop(),
             AutoQueue::Striped(q) => q.pop(),
+        }
+    }
+
+    #[inline]
+    unsafe fn push_worker(&self, actor: Runnable) {
+        match self {
+            // SAFETY: forwarded contract.
+            AutoQueue::Ring(q) => unsafe { q.push_worker(actor) },
+            // SAFETY: forwarded contract.
+            AutoQueue::Striped(q) => unsafe { q.push_worker(actor) },
+        }
+    }
+
+    #[inline]
+    unsafe fn pop_worker(&self) -> Option<Runnable> {
+        match self {
+            // SAFETY: forwarded contract.
+            AutoQueue::Ring(q) => unsafe { q.pop_worker() },
+            // SAFETY: forwarded contract.
+            AutoQueue::Striped(q) => unsafe { q.pop_worker() },
         }
     }
 

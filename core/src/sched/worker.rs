@@ -97,7 +97,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // finish the actor before we would count it, and a snapshot taken
         // after its join would see dequeued > enqueued.
         counters.enqueued(1);
-        self.queue.push(a);
+        // SAFETY: the caller serves a worker (this function's contract,
+        // checked at every call site), and `hand_off` moves a worker's duty
+        // with a Release/Acquire edge.
+        unsafe { self.queue.push_worker(a) };
         if self.core.workers.len() == 1 {
             // The one worker is the caller, awake: only workers sleep on
             // the idle list, so the notify's SeqCst fence (a locked
@@ -212,23 +215,28 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     pub(crate) fn seeded_pick(&self, me: &WorkerShared) {
         if let Some(a) = take_slot(&me.run_next) {
             me.counters.enqueued(1);
-            self.queue.push(a);
+            // SAFETY: the worker's own turn, on its thread.
+            unsafe { self.queue.push_worker(a) };
         }
         let n = self.queue.len();
         if n < 2 {
             return;
         }
         for _ in 0..P::pick(n) % n {
-            match self.queue.pop() {
-                Some(a) => self.queue.push(a),
-                None => break,
-            }
+            // SAFETY: as above.
+            let Some(a) = (unsafe { self.queue.pop_worker() }) else {
+                break;
+            };
+            // SAFETY: as above.
+            unsafe { self.queue.push_worker(a) };
         }
     }
 
     #[inline]
     pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
-        if let Some(a) = self.queue.pop() {
+        // SAFETY: the caller is the thread serving worker `me` (the loop's
+        // turn, or a handoff on one of its actors' stacks).
+        if let Some(a) = unsafe { self.queue.pop_worker() } {
             me.counters.dequeue_at(self.queue.depth_hint() as u64 + 1);
             // Chain wake: more work than this worker takes, and sleepers.
             if self.core.idle.sleepers() > 0 && !self.queue.is_empty() && self.core.idle.notify_one() {
