@@ -153,13 +153,12 @@ pub(crate) unsafe fn safe_point_in<P: Platform>(c: *mut WorkerCtx<P>) -> bool {
         if (*c).budget != 0 {
             return false;
         }
+        // The last budget again; the read below (on an actor: off one
+        // there is nothing to preempt) sets the next one.
+        (*c).budget = (*c).budget_len;
         if !(*c).current.is_null() && budget_spent(c) {
             expire::<P>(c);
             return true;
-        }
-        if (*c).budget == 0 {
-            // Off an actor (nothing to preempt): the last budget again.
-            (*c).budget = (*c).budget_len;
         }
     }
     false
