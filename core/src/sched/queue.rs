@@ -8,13 +8,13 @@
 //!   storm on 2 to 16 workers ran 3 to 8 times slower on it than on the
 //!   stripes; on one worker the stripes' extra indirection costs about a
 //!   tenth of a yield (docs/benchmarks.md, "Run queues on many cores").
-//! - [`RingQueue`]: the bounded MPMC [`Ring`](crate::lockfree::ring::Ring) plus an unbounded
-//!   overflow list under the platform lock. A full ring never drops or blocks
-//!   a wake: the push spills to the overflow. Pops take from the ring and, when
-//!   it is empty (or every 61st pop, so spilled actors cannot starve behind a
-//!   ring kept full), from the overflow. On a one-worker runtime the worker's
-//!   own pushes and pops use a FIFO of its own in front, without atomics
-//!   ([`owned`]).
+//! - [`RingQueue`]: the bounded MPMC [`Ring`](crate::lockfree::ring::Ring)
+//!   plus an unbounded overflow list under the platform lock. A full ring
+//!   never drops or blocks a wake: the push spills to the overflow. Pops
+//!   take from the ring and, when it is empty (or every 61st pop, so spilled
+//!   actors cannot starve behind a ring kept full), from the overflow. On a
+//!   one-worker runtime the worker's own pushes and pops use a FIFO of its
+//!   own in front, without atomics ([`owned`]).
 //! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
 //!   baseline that the ring must beat.
 //! - [`StripedQueue`]: `K` rings (one per worker, up to 16) with a shared
