@@ -14,7 +14,7 @@
 //!   take from the ring and, when it is empty (or every 61st pop, so spilled
 //!   actors cannot starve behind a ring kept full), from the overflow. On a
 //!   one-worker runtime the worker's own pushes and pops use a FIFO of its
-//!   own in front, without atomics ([`owned`]).
+//!   own in front, without atomics (`owned.rs`).
 //! - [`MutexQueue`]: a `VecDeque` under the platform lock; the simple
 //!   baseline that the ring must beat.
 //! - [`StripedQueue`]: `K` rings (one per worker, up to 16) with a shared
@@ -106,7 +106,7 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
 
 /// The ring run queue (the default on one worker): an MPMC ring with an
 /// overflow list, and on a one-worker runtime the worker's own FIFO in
-/// front ([`owned`]).
+/// front (`sched/queue/owned.rs`).
 pub struct RingQueue<P: Platform> {
     inner: owned::WorkerRing<Runnable, P::Lock>,
     _p: PhantomData<fn() -> P>,
