@@ -117,10 +117,13 @@ impl<T, L: RawLock> WorkerRing<T, L> {
                 return Some(v);
             }
         }
-        match self.ring.pop(relax) {
-            Some(v) => Some(v),
-            None => self.overflow.pop(),
-        }
+        self.pop_shared(relax)
+    }
+
+    /// The ring, then the overflow: a pop's shared part.
+    #[inline]
+    fn pop_shared(&self, relax: &mut dyn FnMut()) -> Option<T> {
+        self.ring.pop(relax).or_else(|| self.overflow.pop())
     }
 
     /// Protocol step 2: the worker's push.
@@ -171,10 +174,7 @@ impl<T, L: RawLock> WorkerRing<T, L> {
             self.own_len.store(n, Ordering::Relaxed);
             return v;
         }
-        match self.ring.pop(relax) {
-            Some(v) => Some(v),
-            None => self.overflow.pop(),
-        }
+        self.pop_shared(relax)
     }
 
     /// Counts a pop; whether it is a fairness round.
