@@ -186,6 +186,11 @@ pub(crate) trait Schedule: Send + Sync {
     /// (`RUNNABLE`, its stack left) goes to the back of the run queue, as
     /// worker `index`'s loop would queue it.
     fn requeue(&self, a: Arc<Actor>, index: usize);
+    /// Whether the part of the run queue that worker `index` serves first
+    /// is empty (a timeslice expiry's test before it lets the yielder wait
+    /// in the run-next slot: nobody queued there is overtaken). The
+    /// caller is that worker's thread.
+    fn nothing_queued_here(&self, index: usize) -> bool;
 }
 
 /// Schedules `a` on its own runtime.
@@ -266,6 +271,11 @@ pub(crate) enum Request {
     None,
     /// Requeue at the back of the run queue.
     Yield,
+    /// A timeslice expiry's yield behind the run-next slot's actor, one
+    /// this actor woke in its turn, with nothing queued on the worker: that
+    /// actor runs now with a fresh slice, and this one waits in the slot
+    /// and runs when it switches out (`crate::sched::timeslice::expire`).
+    YieldBehind,
     /// Park (see the state diagram, step 4).
     Park,
     /// Run `child` at once; the parent waits in the run-next slot.

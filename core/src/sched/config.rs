@@ -55,6 +55,7 @@ impl<P: Platform> RtCore<P> {
                         // over a Release/Acquire word; drop joins first).
                         unsafe { Slot::owner_only() }
                     },
+                    working: crate::sync::AtomicBool::new(false),
                     counters: Counters::default(),
                     samples: Samples {
                         running: AtomicU64::new(0),

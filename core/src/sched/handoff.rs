@@ -112,6 +112,7 @@ impl<P: Platform> RtCore<P> {
                 w.samples.resumes.store((*ctx).resumes, Ordering::Relaxed);
             }
             (*ctx).current = a;
+            (*ctx).woke = ptr::null();
         }
     }
 
@@ -323,6 +324,18 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
                 a.state.store(RUNNABLE, Ordering::Relaxed);
                 let rt = a.rt;
                 rt.as_ref().requeue(a, (*c).index);
+            }
+            Request::YieldBehind => {
+                // Into the slot H2 emptied (this handoff went to its
+                // actor), as the loop's `run` puts it.
+                a.state.store(RUNNABLE, Ordering::Relaxed);
+                let w = &*(*c).worker;
+                let old = w.run_next.put(Arc::into_raw(a).cast_mut());
+                if !old.is_null() {
+                    // Not expected, as for a park above: displaced to the
+                    // queue, nothing lost.
+                    crate::actor::schedule(Arc::from_raw(old));
+                }
             }
             _ => P::abort("smarm: a direct handoff with a request other than a park or a yield"),
         }

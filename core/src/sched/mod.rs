@@ -219,6 +219,13 @@ pub(crate) struct WorkerShared {
     /// The run-next slot: owner puts, idle workers may take (owner-only
     /// with one worker).
     pub(crate) run_next: Slot<Actor>,
+    /// The thread serving this worker has work in hand: set when its loop
+    /// finds an actor to run, cleared when it finds none (before it goes
+    /// idle). While it is set, thieves leave the run-next slot to the
+    /// worker, which runs it as soon as its current actor switches out
+    /// (`Shared::find_work`'s last pass). Written by the serving thread
+    /// only on a change, beside the slot that thieves read anyway.
+    pub(crate) working: AtomicBool,
     pub(crate) counters: Counters,
     /// Samples for dumps and the long-hold monitor, on their own cache line
     /// (written at every switch; thieves peek at `run_next`).
@@ -439,6 +446,11 @@ pub(crate) struct WorkerCtx<P: Platform> {
     pub(crate) nodes: NodeCache,
     /// Consecutive actors run from the run-next slot (see [`RUN_NEXT_CAP`]).
     streak: u32,
+    /// The actor the running actor last woke into this worker's run-next
+    /// slot in its turn (null: none; `enter` clears it). Compared, never
+    /// dereferenced: a timeslice expiry's test that the slot's actor is
+    /// its own partner (`timeslice::expire`).
+    pub(crate) woke: *const Actor,
     id_next: u64,
     id_end: u64,
     /// When the running actor's timeslice ends (cycles; `u64::MAX`: never,

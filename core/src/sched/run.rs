@@ -37,6 +37,22 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     self.push(a, &w.counters);
                     Next::Find
                 }
+                Request::YieldBehind => {
+                    a.state.store(RUNNABLE, Ordering::Relaxed);
+                    match take_slot(&w.run_next) {
+                        // The slot's actor runs now (`expire` gave it a
+                        // fresh slice) and the yielder waits in the slot.
+                        Some(next) => {
+                            self.put_run_next(w, a);
+                            Next::Run(next)
+                        }
+                        // A thief took it meanwhile: a plain yield.
+                        None => {
+                            self.push(a, &w.counters);
+                            Next::Find
+                        }
+                    }
+                }
                 Request::Park => {
                     if park_switched(&a) {
                         // The waker's registration holds it now.

@@ -15,7 +15,7 @@ pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::sched::local::check_switch(me);
-        let yielding = matches!(req, Request::Yield);
+        let yielding = matches!(req, Request::Yield | Request::YieldBehind);
         let may_hand = yielding || matches!(req, Request::Park);
         *(*me).request.get() = req;
         if may_hand {
@@ -164,7 +164,7 @@ pub(crate) unsafe fn suspend_no_resume_point<P: Platform>(me: *const Actor, req:
             // The unwind was caught inside the actor (its own
             // `catch_unwind`): back to the scheduler first.
             rejoin::<P>(me);
-            if matches!(req, Request::Park | Request::Yield) {
+            if matches!(req, Request::Park | Request::Yield | Request::YieldBehind) {
                 // The rejoin queued us (a yield); a park re-checks.
                 return true;
             }
@@ -185,7 +185,7 @@ pub(crate) unsafe fn suspend_unwinding<P: Platform>(me: *const Actor, req: Reque
     // SAFETY: contract.
     unsafe {
         match req {
-            Request::Yield => {}
+            Request::Yield | Request::YieldBehind => {}
             Request::Spawn(child) => schedule(child),
             Request::Park => {
                 detach::<P>(me);

@@ -15,6 +15,8 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
             // The wake-slot handoff: the woken actor runs next here.
             // SAFETY: as above.
             let w = &self.core.workers[unsafe { (*c).index }];
+            // SAFETY: as above; the running actor's turn (`enter` clears it).
+            unsafe { (*c).woke = Arc::as_ptr(&a) };
             self.put_run_next(w, a);
         } else {
             self.push_outside(a);
@@ -33,6 +35,12 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     #[inline]
     fn requeue(&self, a: Arc<Actor>, index: usize) {
         self.push(a, &self.core.workers[index].counters);
+    }
+
+    #[inline]
+    fn nothing_queued_here(&self, _index: usize) -> bool {
+        // The worker's own part and the overflow (`depth_hint`).
+        self.queue.depth_hint() == 0
     }
 }
 
@@ -181,14 +189,20 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             me.counters.run_next(1);
             return Some((a, false));
         }
-        // Last pass: another worker's run-next slot, after a grace period
-        // in which its owner may take it itself: only an actor that sat in
-        // the slot all along (same pointer, same put count) is stolen.
+        // Last pass: another worker's run-next slot, if its owner has no
+        // work in hand (a working owner runs it as soon as its current
+        // actor switches out: a woken partner stays on its waker's worker),
+        // after a grace period in which the owner may take it itself: only
+        // an actor that sat in the slot all along (same pointer, same put
+        // count) is stolen.
         let n = self.core.workers.len();
         for k in 1..n {
             let victim = &self.core.workers[(index + k) % n];
             let seen = victim.run_next.stamp();
-            if seen.0.is_null() {
+            // Relaxed: a hint. A stale `true` skips a steal the owner makes
+            // unneeded (it never sleeps with its own slot full); a stale
+            // `false` steals as before this check.
+            if seen.0.is_null() || victim.working.load(Ordering::Relaxed) {
                 continue;
             }
             steal_grace::<P>();
@@ -247,10 +261,18 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         None
     }
 
+    /// Work for an idle worker: the queue, a run-next slot whose owner has
+    /// no work in hand (its own, or one `find_work` may steal), or the
+    /// runtime's end. A working owner's slot does not count: that owner
+    /// runs it, so a thief sleeps rather than wait on it.
     pub(crate) fn has_work(&self) -> bool {
         !self.queue.is_empty()
-            // Relaxed: a probe; the idle protocol's fences order it.
-            || self.core.workers.iter().any(|w| !w.run_next.peek().is_null())
+            // Relaxed (all): a probe; the idle protocol's fences order it.
+            || self
+                .core
+                .workers
+                .iter()
+                .any(|w| !w.run_next.peek().is_null() && !w.working.load(Ordering::Relaxed))
             || self.core.finished.load(Ordering::Relaxed)
     }
 
@@ -507,6 +529,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         stacks: Vec::new(),
         nodes: NodeCache::new(),
         streak: 0,
+        woke: ptr::null(),
         id_next: 0,
         id_end: 0,
         slice_end: if shared.core.slice_cycles != 0 {
@@ -529,6 +552,9 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         w.counters.blocking_handoffs(1);
     }
     let mut next = Next::Find;
+    // What this thread last stored in `w.working` (`None`: nothing yet; a
+    // successor after a handoff writes it at its first turn).
+    let mut working: Option<bool> = None;
     let exit = loop {
         // SAFETY: `ctxp` is this worker's context; no reference to it is
         // held across a switch.
@@ -557,8 +583,22 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             Next::Retire => break WorkerExit::Retired,
             // SAFETY: `ctxp` is this worker's context.
             Next::Find => match unsafe { shared.find_work(ctxp) } {
-                Some(found) => found,
+                Some(found) => {
+                    if working != Some(true) {
+                        working = Some(true);
+                        // Relaxed: a hint for thieves (`find_work`).
+                        w.working.store(true, Ordering::Relaxed);
+                    }
+                    found
+                }
                 None => {
+                    if working != Some(false) {
+                        working = Some(false);
+                        // Relaxed: as above; before the idle protocol's
+                        // SeqCst steps, so a thief that sleeps after them
+                        // reads it cleared.
+                        w.working.store(false, Ordering::Relaxed);
+                    }
                     if shared.idle(index) {
                         break WorkerExit::Finished;
                     }
