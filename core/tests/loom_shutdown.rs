@@ -146,6 +146,8 @@ struct Rt<Q> {
     workers: usize,
     queue: Q,
     run_next: Vec<Slot<usize>>,
+    /// `WorkerShared::working`.
+    working: Vec<AtomicBool>,
     idle: Idle<LoomP, FutexLock<LoomP>>,
     shutdown: AtomicBool,
     finished: AtomicBool,
@@ -161,6 +163,9 @@ struct Rt<Q> {
     pushed: AtomicBool,
     /// Model only: a worker's sweep decided to finish after `pushed` was set.
     finished_after_push: AtomicBool,
+    /// Model only: actor 0, when it runs, wakes actor 1 into its worker's
+    /// run-next slot (a send to a parked partner) while that worker works.
+    partner: bool,
 }
 
 fn relax() {
@@ -176,6 +181,7 @@ impl<Q: Queue> Rt<Q> {
             workers,
             queue: Q::new(),
             run_next: (0..workers).map(|_| Slot::new()).collect(),
+            working: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             idle: Idle::new(workers),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -188,6 +194,7 @@ impl<Q: Queue> Rt<Q> {
             retired: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             pushed: AtomicBool::new(false),
             finished_after_push: AtomicBool::new(false),
+            partner: false,
         };
         for a in 0..queued {
             assert!(rt.queue.push(a).is_ok());
@@ -216,7 +223,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::schedule` from a plain thread (`push_outside`).
-    // mirror: core/src/sched/worker.rs schedule 79e014fbaf9e
+    // mirror: core/src/sched/worker.rs schedule 58eb778dce01
     // mirror: core/src/sched/worker.rs push_outside 92973c9af145
     fn schedule_outside(&self, a: usize) {
         let mut a = a;
@@ -251,33 +258,53 @@ impl<Q: Queue> Rt<Q> {
         self.idle.notify_one();
     }
 
-    /// `Shared::find_work`: own slot, queue, other workers' slots.
-    // mirror: core/src/sched/worker.rs find_work a829fdbf5a60
+    /// `Shared::find_work`: own slot, queue, the slots of other workers
+    /// that have no work in hand (the steal grace is a wait, not modelled).
+    // mirror: core/src/sched/worker.rs find_work 5b2445746b3d
     // mirror: core/src/sched/worker.rs pop_queue 790d22dcde7e
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
             .or_else(|| self.queue.pop_worker())
-            .or_else(|| (1..self.workers).find_map(|k| own(self.run_next[(i + k) % self.workers].take())))
+            .or_else(|| {
+                (1..self.workers).find_map(|k| {
+                    let j = (i + k) % self.workers;
+                    // Relaxed: a hint, as in sched.
+                    if self.working[j].load(Ordering::Relaxed) {
+                        None
+                    } else {
+                        own(self.run_next[j].take())
+                    }
+                })
+            })
     }
 
-    /// `Shared::has_work`.
-    // mirror: core/src/sched/worker.rs has_work 9b6c4f3043c7
+    /// `Shared::has_work`: a working owner's slot does not count.
+    // mirror: core/src/sched/worker.rs has_work 560e8c2c04d1
     fn has_work(&self) -> bool {
         !self.queue.is_empty()
-            || self.run_next.iter().any(|s| !s.peek().is_null())
-            // Relaxed: a probe, as in sched.rs (the idle fences order it).
+            // Relaxed (all): a probe, as in sched.rs (the idle fences order it).
+            || self
+                .run_next
+                .iter()
+                .zip(&self.working)
+                .any(|(s, w)| !s.peek().is_null() && !w.load(Ordering::Relaxed))
             || self.finished.load(Ordering::Relaxed)
     }
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run 406751206d35
+    // mirror: core/src/sched/run.rs run e9ea63eba58f
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
-    fn run(&self, a: usize) {
+    fn run(&self, i: usize, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).
         self.state[a].store(RUNNING, Ordering::Relaxed);
+        if self.partner && a == 0 && self.wake(1) {
+            // The actor's send wakes its partner into our slot (`schedule`
+            // from a worker), while we work.
+            self.put_run_next(i, 1);
+        }
         self.state[a].store(DONE, Ordering::Release);
         self.registry.lock().unwrap().retain(|&b| b != a);
         self.retired[a].fetch_add(1, Ordering::SeqCst);
@@ -358,12 +385,17 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker daa7701c385a
+    // mirror: core/src/sched/worker.rs run_worker 88bb7de2dc48
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {
-                Some(a) => self.run(a),
+                Some(a) => {
+                    // Relaxed: a hint for thieves, as in `run_worker`.
+                    self.working[i].store(true, Ordering::Relaxed);
+                    self.run(i, a)
+                }
                 None => {
+                    self.working[i].store(false, Ordering::Relaxed);
                     if self.idle(i) {
                         return;
                     }
@@ -527,6 +559,27 @@ fn outside_wake<Q: Queue>(workers: usize, flag_first: bool) {
                 }
             }),
             flag_first,
+        );
+    });
+}
+
+/// Two workers; the actor run first wakes its parked partner into its
+/// worker's run-next slot while that worker works (a send), racing the
+/// other worker going idle and the shutdown flag. The other worker must
+/// neither take the slot (its owner works) nor count it as work to stay
+/// awake for, and nothing may be stranded: the owner runs the partner,
+/// both retire once, and both workers exit.
+#[test]
+fn a_working_owners_slot_is_left_to_it_and_run() {
+    model(|| {
+        let mut rt = Rt::<Ring<usize>>::new(2, 1, 1);
+        rt.partner = true;
+        let rt = Arc::new(rt);
+        run_and_stop(rt.clone(), None, false);
+        assert_eq!(
+            rt.retired[1].load(Ordering::SeqCst),
+            1,
+            "the partner was stranded"
         );
     });
 }

@@ -6,8 +6,9 @@
 //!
 //! 1. Find an actor: the one handed over by the last turn (a work-first
 //!    child, or an actor whose park was pre-empted by a wake), else the
-//!    worker's own run-next slot, else the shared run queue, else another
-//!    worker's run-next slot (a steal), else sleep ([`crate::sched::idle`]).
+//!    worker's own run-next slot, else the shared run queue, else the
+//!    run-next slot of another worker that has no work in hand (a steal),
+//!    else sleep ([`crate::sched::idle`]).
 //! 2. Store `RUNNING`, publish it as this worker's current actor, switch in.
 //! 3. The actor runs until it switches back with a [`Request`].
 //! 4. Back on the worker's stack, store the actor's sp and carry out the
@@ -22,8 +23,8 @@
 //! # Work-first spawn
 //!
 //! `spawn` from an actor runs the child at once; the parent waits in the
-//! run-next slot (displacing whatever was there to the queue), where an idle
-//! worker may steal it. A spawn tree is thus walked depth-first and the
+//! run-next slot (displacing whatever was there to the queue, where idle
+//! workers take it). A spawn tree is thus walked depth-first and the
 //! number of live stacks stays near depth × workers instead of growing with
 //! the tree's width: skynet's million leaves never need a million stacks.
 //!
@@ -54,6 +55,34 @@
 //! queue (it would inherit the spent slice), then yields
 //! ([`timeslice::expire`]): one expiry per slice, and the queue gets its
 //! turn even from a chain of wakes that never leaves the slot empty.
+//! One exception: when the slot's actor is one the expiring actor woke in
+//! its turn and nothing is queued on this worker, the two swap places
+//! (`Request::YieldBehind`): the woken actor runs now with a fresh slice
+//! and the yielder waits in the slot (see "A working worker keeps its
+//! run-next actor").
+//!
+//! # A working worker keeps its run-next actor
+//!
+//! While a worker has work in hand (`WorkerShared::working`: set when its
+//! loop finds an actor, cleared when it finds none), idle workers leave
+//! its run-next slot alone: the worker runs that actor as soon as its
+//! current one switches out, by its timeslice at the latest (or when it
+//! reaches a safe point after it; an actor that never reaches one holds
+//! its slot's actor too, as it holds its worker: the long-hold monitor
+//! reports both). A thief takes the slot only from a worker that has
+//! stopped finding work, after the steal grace. What the slot displaces
+//! goes to the queue, which idle workers take from at once.
+//!
+//! Why: a producer and the consumer it keeps waking (Savina's Counting)
+//! ran 2.8x slower on two workers than on one. At the producer's expiry
+//! both went to the queue and the idle worker took one; from then on every
+//! message crossed cores, a node's cache line each way per message. With
+//! the swap above the pair never reaches the queue, and with this rule
+//! the idle worker cannot split it through the slot: it runs on one worker
+//! as on a one-worker runtime (docs/benchmarks.md, "A producer and its
+//! consumer stay on one worker"). Independent work still spreads: what is
+//! queued is taken at once, which is how a second pair, or the siblings a
+//! spawn tree displaces, reach the other workers.
 //!
 //! # Blocking calls
 //!
