@@ -260,7 +260,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::find_work`: own slot, queue, the slots of other workers
     /// that have no work in hand (the steal grace is a wait, not modelled).
-    // mirror: core/src/sched/worker.rs find_work 5b2445746b3d
+    // mirror: core/src/sched/worker.rs find_work 7eb04c578d08
     // mirror: core/src/sched/worker.rs pop_queue 790d22dcde7e
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take())
@@ -279,7 +279,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::has_work`: a working owner's slot does not count.
-    // mirror: core/src/sched/worker.rs has_work 560e8c2c04d1
+    // mirror: core/src/sched/spin.rs has_work 560e8c2c04d1
     fn has_work(&self) -> bool {
         !self.queue.is_empty()
             // Relaxed (all): a probe, as in sched.rs (the idle fences order it).
@@ -385,7 +385,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 88bb7de2dc48
+    // mirror: core/src/sched/worker.rs run_worker 57e19176daa7
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

@@ -213,35 +213,6 @@ const DEPOT_CLASS_BYTES: usize = 1 << 20;
 /// starve everything queued (tokio settled on 3 for the same reason).
 pub(crate) const RUN_NEXT_CAP: u32 = 3;
 
-/// How long a thief waits before taking another worker's run-next slot, in
-/// ns of the platform clock, so an actor just woken by a running actor
-/// stays on its waker's worker (and cache) when that worker is about to run
-/// it anyway (Go waits ~3 µs). A time, not a spin count: one `pause` takes
-/// from a few ns to ~40 ns depending on the CPU (38 ns on an AMD EPYC VM,
-/// where the earlier grace of 2,000 spins waited 77 µs).
-const STEAL_GRACE_NS: u64 = 5_000;
-
-/// Spins between two reads of the clock in the steal grace.
-const STEAL_GRACE_SPINS: u32 = 16;
-
-/// Waits [`STEAL_GRACE_NS`] of the platform clock, spinning, without
-/// touching the victim's slot line meanwhile (its owner writes it at every
-/// wake). Not on a seeded schedule: one thread runs at a time there, so
-/// waiting lets no owner act (and each read of the simulated clock is a
-/// step of it).
-#[cold]
-fn steal_grace<P: Platform>() {
-    if P::SEEDED_SCHEDULE {
-        return;
-    }
-    let start = P::now_ns();
-    while P::now_ns().saturating_sub(start) < STEAL_GRACE_NS {
-        for _ in 0..STEAL_GRACE_SPINS {
-            <P::Arch as Arch>::spin_hint();
-        }
-    }
-}
-
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {
@@ -259,6 +230,22 @@ pub(crate) struct WorkerShared {
     /// Samples for dumps and the long-hold monitor, on their own cache line
     /// (written at every switch; thieves peek at `run_next`).
     pub(crate) samples: Samples,
+}
+
+impl WorkerShared {
+    /// Stores `to` in [`working`](Self::working) unless `last`, what the
+    /// calling thread stored last (`None`: nothing yet, as for a successor
+    /// after a handoff), says it is there already.
+    #[inline]
+    pub(crate) fn mark_working(&self, last: &mut Option<bool>, to: bool) {
+        if *last != Some(to) {
+            *last = Some(to);
+            // Relaxed: a hint for thieves (`Shared::find_work`). Cleared
+            // before the idle protocol's SeqCst steps, so a thief that
+            // sleeps after them reads it cleared.
+            self.working.store(to, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What a worker publishes about the actor it runs.

@@ -205,7 +205,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             if seen.0.is_null() || victim.working.load(Ordering::Relaxed) {
                 continue;
             }
-            steal_grace::<P>();
+            spin::steal_grace::<P>();
             if victim.run_next.stamp() != seen {
                 continue;
             }
@@ -259,21 +259,6 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             return Some(a);
         }
         None
-    }
-
-    /// Work for an idle worker: the queue, a run-next slot whose owner has
-    /// no work in hand (its own, or one `find_work` may steal), or the
-    /// runtime's end. A working owner's slot does not count: that owner
-    /// runs it, so a thief sleeps rather than wait on it.
-    pub(crate) fn has_work(&self) -> bool {
-        !self.queue.is_empty()
-            // Relaxed (all): a probe; the idle protocol's fences order it.
-            || self
-                .core
-                .workers
-                .iter()
-                .any(|w| !w.run_next.peek().is_null() && !w.working.load(Ordering::Relaxed))
-            || self.core.finished.load(Ordering::Relaxed)
     }
 
     /// Fires the timers due now, if any may be (a Relaxed hint first).
@@ -509,16 +494,9 @@ pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(
     }
 }
 
-/// Serves worker `index` until the runtime finishes or a blocking call
-/// retires this thread from it. `took_over`: the worker's previous thread
-/// handed it over for a blocking call (counted here, by the worker's new
-/// single writer of its counters).
-pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
-    shared: &Shared<P, Q>,
-    index: usize,
-    took_over: bool,
-) -> WorkerExit {
-    let mut ctx = WorkerCtx::<P> {
+/// A fresh context for the thread that serves worker `index` ([`run_worker`]).
+fn new_ctx<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) -> WorkerCtx<P> {
+    WorkerCtx::<P> {
         core: &shared.core,
         index,
         worker: &shared.core.workers[index],
@@ -544,7 +522,19 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         timer_turns: TIMER_CHECK_TURNS,
         io_checks: io::IO_POLL_CHECKS,
         resumes: 0,
-    };
+    }
+}
+
+/// Serves worker `index` until the runtime finishes or a blocking call
+/// retires this thread from it. `took_over`: the worker's previous thread
+/// handed it over for a blocking call (counted here, by the worker's new
+/// single writer of its counters).
+pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
+    shared: &Shared<P, Q>,
+    index: usize,
+    took_over: bool,
+) -> WorkerExit {
+    let mut ctx = new_ctx(shared, index);
     let ctxp: *mut WorkerCtx<P> = &mut ctx;
     P::set_current_worker(ctxp.cast());
     let w = &shared.core.workers[index];
@@ -584,21 +574,11 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             // SAFETY: `ctxp` is this worker's context.
             Next::Find => match unsafe { shared.find_work(ctxp) } {
                 Some(found) => {
-                    if working != Some(true) {
-                        working = Some(true);
-                        // Relaxed: a hint for thieves (`find_work`).
-                        w.working.store(true, Ordering::Relaxed);
-                    }
+                    w.mark_working(&mut working, true);
                     found
                 }
                 None => {
-                    if working != Some(false) {
-                        working = Some(false);
-                        // Relaxed: as above; before the idle protocol's
-                        // SeqCst steps, so a thief that sleeps after them
-                        // reads it cleared.
-                        w.working.store(false, Ordering::Relaxed);
-                    }
+                    w.mark_working(&mut working, false);
                     if shared.idle(index) {
                         break WorkerExit::Finished;
                     }
