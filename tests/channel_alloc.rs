@@ -49,3 +49,28 @@ fn steady_state_messages_allocate_nothing() {
         assert_eq!(allocs, 0, "allocations in {MEASURED} steady-state rounds");
     });
 }
+
+/// One worker: an actor's first yields allocate nothing. A yield on one
+/// worker goes to the worker's own FIFO in the run queue
+/// (`core/src/sched/queue/owned.rs`), which starts with room for a few
+/// actors; it used to start empty and grow at its first push, so the first
+/// yield (or timeslice expiry) of a runtime's life allocated. That showed
+/// as one allocation in the measured rounds above under TSan, whose
+/// slowness made the first expiry that queued anything fall in them.
+#[test]
+fn first_yields_on_one_worker_allocate_nothing() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let allocs = rt.block_on(|| {
+            smarm_tests::track_allocs(true);
+            let before = smarm_tests::allocs();
+            for _ in 0..10 {
+                smarm::yield_now();
+            }
+            let n = smarm_tests::allocs() - before;
+            smarm_tests::track_allocs(false);
+            n
+        });
+        assert_eq!(allocs, 0, "allocations in the first 10 yields");
+    });
+}

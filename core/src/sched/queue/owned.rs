@@ -63,6 +63,11 @@ mod tests;
 /// Pops between two fairness rounds (protocol steps 3 and 4).
 const FAIRNESS: usize = 61;
 
+/// Actors the worker's own FIFO has room for from the start (64 pointers,
+/// 512 bytes per one-worker runtime), so a runtime's first yields and
+/// expiries allocate nothing; it grows, and keeps its size, past that.
+const OWN_START: usize = 64;
+
 /// An MPMC ring with an overflow list and, when `owned`, the one worker's
 /// own FIFO in front (see the [module docs](self)).
 pub struct WorkerRing<T, L: RawLock> {
@@ -95,7 +100,11 @@ impl<T, L: RawLock> WorkerRing<T, L> {
             overflow: Overflow::new(),
             pops: AtomicUsize::new(0),
             owned,
-            own: UnsafeCell::new(VecDeque::new()),
+            own: UnsafeCell::new(if owned {
+                VecDeque::with_capacity(OWN_START)
+            } else {
+                VecDeque::new()
+            }),
             own_len: AtomicUsize::new(0),
         }
     }
