@@ -144,7 +144,7 @@ impl Drop for Parting {
                     smarm::yield_now();
                 }
             }
-            3 => smarm::blocking(|| std::thread::sleep(Duration::from_micros(20))),
+            3 => smarm::blocking(blocking_call),
             _ => {
                 let h = smarm::spawn(|| 1u32);
                 assert_eq!(h.join().ok(), Some(1));
@@ -207,7 +207,7 @@ fn chaos(mut mb: Mailbox<Cmd>, seed: u64, i: usize, stats: Arc<Stats>, lock: Arc
             4..=9 => {
                 smarm::link(&refs[peer]);
             }
-            10..=15 => smarm::blocking(|| std::thread::sleep(Duration::from_micros(20))),
+            10..=15 => smarm::blocking(blocking_call),
             16..=35 => smarm::yield_now(),
             36..=41 => smarm::sleep(Duration::from_micros(rng.below(100))),
             42..=47 => {
@@ -392,4 +392,10 @@ fn a_link_kills_a_partner_that_does_not_trap_once() {
         assert!(victim.join().unwrap_err().is_killed());
         assert_eq!(down.recv().map(|d: Down| d.reason), Some(ExitReason::Killed));
     });
+}
+
+/// The work inside `smarm::blocking`: a real blocking system call (a file's
+/// metadata) that holds the thread, with no timing in it.
+fn blocking_call() {
+    let _ = std::hint::black_box(std::fs::metadata("."));
 }

@@ -38,7 +38,7 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 
     #[inline]
-    fn nothing_queued_here(&self, _index: usize) -> bool {
+    fn nothing_queued_here(&self) -> bool {
         // The worker's own part and the overflow (`depth_hint`).
         self.queue.depth_hint() == 0
     }

@@ -395,13 +395,13 @@ unsafe extern "C" fn clobber_entry(from: *mut u8, arg: *mut u8) -> ! {
     let mut main_sp = from;
     loop {
         let (rbx, rbp, r12, r13, r14, r15, ctl): (u64, u64, u64, u64, u64, u64, u64);
-        // SAFETY: rbx (reserved by LLVM) and rbp (the frame pointer) are
-        // saved on our stack and restored after the switch, as are our own
-        // control words; rsp is 16-aligned at the `call` (two pushes and 16
-        // bytes below an asm block's aligned rsp); every other register
-        // written is declared an output or clobbered, and the call is made as
-        // the compiler would (caller-saved registers clobbered by
-        // `clobber_abi`).
+        // Why the block below is sound: rbx (reserved by LLVM) and rbp (the
+        // frame pointer) are saved on our stack and restored after the
+        // switch, as are our own control words; rsp is 16-aligned at the
+        // `call` (two pushes and 16 bytes below an asm block's aligned rsp).
+        // SAFETY: as above; every other register written is an output or
+        // clobbered, and the call is made as the compiler would
+        // (`clobber_abi` clobbers the caller-saved registers).
         unsafe {
             asm!(
                 "push rbx",                        // keep LLVM's rbx
