@@ -1,6 +1,6 @@
 //! Steady-state messaging on two workers never grows memory. The measured
 //! actors migrate between the workers (a wake runs the woken actor on the
-//! waker's worker; an idle worker steals), so a message node may be taken
+//! waker's worker; an idle worker takes queued ones), so a message node may be taken
 //! from one worker's node cache and freed into the other's. On one worker
 //! messaging allocates nothing at all (`mailbox_alloc`, `channel_alloc`);
 //! here the two caches' levels drift apart as actors migrate, a cache that
@@ -168,7 +168,7 @@ fn channels(rt: &Runtime) -> (Counts, Vec<usize>) {
 /// A one-way flow, Savina's Counting: a producer sends `MEASURED` numbers
 /// to a consumer's mailbox without waiting, then one ack request. Nodes
 /// are allocated on the producer's worker and freed on the consumer's:
-/// with the two on different workers (an idle worker steals the woken
+/// with the two on different workers (an idle worker takes the queued
 /// consumer while the producer keeps sending), the producer's cache runs
 /// dry and the consumer's fills, and the depot between them
 /// (`lockfree/node_depot.rs`) brings the blocks back; without it, each

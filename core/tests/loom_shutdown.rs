@@ -145,9 +145,9 @@ impl Queue for Locked {
 struct Rt<Q> {
     workers: usize,
     queue: Q,
+    /// Worker `i`'s slot: only its thread puts and takes (and the stop
+    /// thread after the joins), as in sched.
     run_next: Vec<Slot<usize>>,
-    /// `WorkerShared::working`.
-    working: Vec<AtomicBool>,
     idle: Idle<LoomP, FutexLock<LoomP>>,
     shutdown: AtomicBool,
     finished: AtomicBool,
@@ -164,7 +164,7 @@ struct Rt<Q> {
     /// Model only: a worker's sweep decided to finish after `pushed` was set.
     finished_after_push: AtomicBool,
     /// Model only: actor 0, when it runs, wakes actor 1 into its worker's
-    /// run-next slot (a send to a parked partner) while that worker works.
+    /// run-next slot (a send to a parked partner).
     partner: bool,
 }
 
@@ -180,8 +180,9 @@ impl<Q: Queue> Rt<Q> {
         let rt = Rt {
             workers,
             queue: Q::new(),
-            run_next: (0..workers).map(|_| Slot::new()).collect(),
-            working: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            // SAFETY: worker `i`'s slot is put and taken only on its
+            // thread, then by the stop thread after joining it.
+            run_next: (0..workers).map(|_| unsafe { Slot::owner_only() }).collect(),
             idle: Idle::new(workers),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -258,36 +259,19 @@ impl<Q: Queue> Rt<Q> {
         self.idle.notify_one();
     }
 
-    /// `Shared::find_work`: own slot, queue, the slots of other workers
-    /// that have no work in hand (the steal grace is a wait, not modelled).
-    // mirror: core/src/sched/worker.rs find_work 7eb04c578d08
+    /// `Shared::find_work`: own slot, then the queue.
+    // mirror: core/src/sched/worker.rs find_work 3e229ff67522
     // mirror: core/src/sched/worker.rs pop_queue 790d22dcde7e
     fn find_work(&self, i: usize) -> Option<usize> {
-        own(self.run_next[i].take())
-            .or_else(|| self.queue.pop_worker())
-            .or_else(|| {
-                (1..self.workers).find_map(|k| {
-                    let j = (i + k) % self.workers;
-                    // Relaxed: a hint, as in sched.
-                    if self.working[j].load(Ordering::Relaxed) {
-                        None
-                    } else {
-                        own(self.run_next[j].take())
-                    }
-                })
-            })
+        own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }
 
-    /// `Shared::has_work`: a working owner's slot does not count.
-    // mirror: core/src/sched/spin.rs has_work 560e8c2c04d1
-    fn has_work(&self) -> bool {
+    /// `Shared::has_work`: the queue, worker `i`'s own slot, the end.
+    // mirror: core/src/sched/spin.rs has_work cbc5ee64a18a
+    fn has_work(&self, i: usize) -> bool {
         !self.queue.is_empty()
-            // Relaxed (all): a probe, as in sched.rs (the idle fences order it).
-            || self
-                .run_next
-                .iter()
-                .zip(&self.working)
-                .any(|(s, w)| !s.peek().is_null() && !w.load(Ordering::Relaxed))
+            // Relaxed (both): a probe, as in sched (the idle fences order it).
+            || !self.run_next[i].peek().is_null()
             || self.finished.load(Ordering::Relaxed)
     }
 
@@ -302,7 +286,7 @@ impl<Q: Queue> Rt<Q> {
         self.state[a].store(RUNNING, Ordering::Relaxed);
         if self.partner && a == 0 && self.wake(1) {
             // The actor's send wakes its partner into our slot (`schedule`
-            // from a worker), while we work.
+            // from a worker).
             self.put_run_next(i, 1);
         }
         self.state[a].store(DONE, Ordering::Release);
@@ -346,7 +330,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::idle` without timers or IO (its `sleep_idle` is the futex
     /// sleep when no descriptor is registered). `true`: the worker exits.
-    // mirror: core/src/sched/worker.rs idle c0dec680d6f5
+    // mirror: core/src/sched/worker.rs idle a1622fc831b7
     fn idle(&self, i: usize) -> bool {
         if self.finished.load(Ordering::SeqCst) {
             return true;
@@ -365,7 +349,7 @@ impl<Q: Queue> Rt<Q> {
                 if self.sweeps.fetch_add(1, Ordering::Relaxed) < SHUTDOWN_SWEEPS && self.wake_parked(i) > 0 {
                     return false;
                 }
-                if self.has_work() {
+                if self.has_work(i) {
                     return false;
                 }
                 self.finished_after_push.store(pushed, Ordering::SeqCst);
@@ -376,7 +360,7 @@ impl<Q: Queue> Rt<Q> {
         self.idle.sleep(
             i,
             || {
-                self.has_work()
+                self.has_work(i)
                     || (self.shutdown.load(Ordering::SeqCst) && self.idle.sleepers() as usize >= self.workers)
             },
             None,
@@ -385,17 +369,12 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 57e19176daa7
+    // mirror: core/src/sched/worker.rs run_worker f551807407d7
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {
-                Some(a) => {
-                    // Relaxed: a hint for thieves, as in `run_worker`.
-                    self.working[i].store(true, Ordering::Relaxed);
-                    self.run(i, a)
-                }
+                Some(a) => self.run(i, a),
                 None => {
-                    self.working[i].store(false, Ordering::Relaxed);
                     if self.idle(i) {
                         return;
                     }
@@ -564,13 +543,12 @@ fn outside_wake<Q: Queue>(workers: usize, flag_first: bool) {
 }
 
 /// Two workers; the actor run first wakes its parked partner into its
-/// worker's run-next slot while that worker works (a send), racing the
-/// other worker going idle and the shutdown flag. The other worker must
-/// neither take the slot (its owner works) nor count it as work to stay
-/// awake for, and nothing may be stranded: the owner runs the partner,
-/// both retire once, and both workers exit.
+/// worker's run-next slot (a send), racing the other worker going idle and
+/// the shutdown flag. The other worker neither takes the slot nor counts
+/// it as work to stay awake for, and nothing may be stranded: the owner
+/// runs the partner, both retire once, and both workers exit.
 #[test]
-fn a_working_owners_slot_is_left_to_it_and_run() {
+fn a_workers_slot_is_left_to_it_and_run() {
     model(|| {
         let mut rt = Rt::<Ring<usize>>::new(2, 1, 1);
         rt.partner = true;

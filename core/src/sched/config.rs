@@ -47,15 +47,13 @@ impl<P: Platform> RtCore<P> {
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
                 .map(|_| WorkerShared {
-                    run_next: if workers > 1 {
-                        Slot::new()
-                    } else {
-                        // SAFETY: one worker, no thieves: only its serving
-                        // thread puts and takes (a successor gets the duty
-                        // over a Release/Acquire word; drop joins first).
-                        unsafe { Slot::owner_only() }
-                    },
-                    working: crate::sync::AtomicBool::new(false),
+                    // SAFETY: only the thread serving this worker puts and
+                    // takes (`schedule` and `put_run_next` with its own,
+                    // attached context; `find_work`, `expire` and `handoff`
+                    // on its own worker); a successor gets the duty over a
+                    // Release/Acquire word, and the runtime's drop joins
+                    // the threads before it empties the slot.
+                    run_next: unsafe { Slot::owner_only() },
                     counters: Counters::default(),
                     samples: Samples {
                         running: AtomicU64::new(0),

@@ -28,8 +28,6 @@ pub struct CounterSnapshot {
     pub depth_peak: u64,
     /// Actors run from the worker's own run-next slot.
     pub run_next: u64,
-    /// Actors taken from another worker's run-next slot.
-    pub steals: u64,
     /// Futex wakes issued to idle workers.
     pub wakeups: u64,
     /// Times the worker went to sleep for lack of work.
@@ -68,7 +66,6 @@ impl AddAssign for CounterSnapshot {
         self.depth_sum += o.depth_sum;
         self.depth_peak = self.depth_peak.max(o.depth_peak);
         self.run_next += o.run_next;
-        self.steals += o.steals;
         self.wakeups += o.wakeups;
         self.parks += o.parks;
         self.switches += o.switches;
@@ -85,7 +82,7 @@ impl fmt::Display for CounterSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enqueued={} dequeued={} depth(mean={:.2} peak={}) run_next={} steals={} \
+            "enqueued={} dequeued={} depth(mean={:.2} peak={}) run_next={} \
              wakeups={} parks={} switches={} spawned={} timer_fires={} io_events={} \
              timeslice_expiries={} blocking_handoffs={} long_holds={}",
             self.enqueued,
@@ -93,7 +90,6 @@ impl fmt::Display for CounterSnapshot {
             self.mean_depth(),
             self.depth_peak,
             self.run_next,
-            self.steals,
             self.wakeups,
             self.parks,
             self.switches,
@@ -116,7 +112,6 @@ macro_rules! fields {
             dequeued,
             depth_sum,
             run_next,
-            steals,
             wakeups,
             parks,
             switches,

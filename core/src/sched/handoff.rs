@@ -28,10 +28,10 @@
 //!    allows another (timeslices off), B has run before (a fresh one
 //!    starts in its entry, which has no handoff path: it goes to the empty
 //!    slot and the loop starts it);
-//! 2. `H2` take B from the slot (the owner's take: a thief may race it,
-//!    and then there is no handoff); a yield with the slot empty pops B
-//!    from the run queue instead ([`Schedule::pop_queued`], counted as the
-//!    loop's pop), and B gets a fresh timeslice as a popped actor does;
+//! 2. `H2` take B from the slot (only this thread takes from it); a
+//!    yield with the slot empty pops B from the run queue instead
+//!    ([`Schedule::pop_queued`], counted as the loop's pop), and B gets a
+//!    fresh timeslice as a popped actor does;
 //! 3. `H3` the turn's bookkeeping: [`RtCore::leave`] for A (samples,
 //!    counters), [`RtCore::enter`] for B (`RUNNING`, cancellation at
 //!    shutdown, the inherited slice, samples, `current`); the worker's
@@ -210,11 +210,10 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
                 // slice: rare, left to the loop.
                 return None;
             }
-            // The slot's actor (the owner's take: a thief may race it).
+            // The slot's actor: not null, as peeked (only this thread
+            // takes from the slot).
             let b = w.run_next.take();
-            if b.is_null() {
-                return None; // a thief was faster
-            }
+            debug_assert!(!b.is_null());
             (b, true)
         } else if yielding {
             // The queue's oldest, as the loop takes it.

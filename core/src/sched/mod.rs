@@ -6,9 +6,8 @@
 //!
 //! 1. Find an actor: the one handed over by the last turn (a work-first
 //!    child, or an actor whose park was pre-empted by a wake), else the
-//!    worker's own run-next slot, else the shared run queue, else the
-//!    run-next slot of another worker that has no work in hand (a steal),
-//!    else sleep ([`crate::sched::idle`]).
+//!    worker's own run-next slot, else the shared run queue (other
+//!    workers' parts of it included), else sleep ([`crate::sched::idle`]).
 //! 2. Store `RUNNING`, publish it as this worker's current actor, switch in.
 //! 3. The actor runs until it switches back with a [`Request`].
 //! 4. Back on the worker's stack, store the actor's sp and carry out the
@@ -58,31 +57,36 @@
 //! One exception: when the slot's actor is one the expiring actor woke in
 //! its turn and nothing is queued on this worker, the two swap places
 //! (`Request::YieldBehind`): the woken actor runs now with a fresh slice
-//! and the yielder waits in the slot (see "A working worker keeps its
-//! run-next actor").
+//! and the yielder waits in the slot (see "A worker's run-next actor is
+//! its own").
 //!
-//! # A working worker keeps its run-next actor
+//! # A worker's run-next actor is its own
 //!
-//! While a worker has work in hand (`WorkerShared::working`: set when its
-//! loop finds an actor, cleared when it finds none), idle workers leave
-//! its run-next slot alone: the worker runs that actor as soon as its
-//! current one switches out, by its timeslice at the latest (or when it
-//! reaches a safe point after it; an actor that never reaches one holds
-//! its slot's actor too, as it holds its worker: the long-hold monitor
-//! reports both). A thief takes the slot only from a worker that has
-//! stopped finding work, after the steal grace. What the slot displaces
-//! goes to the queue, which idle workers take from at once.
+//! No other worker takes the actor in a worker's run-next slot: the
+//! worker runs it as soon as its current actor switches out, by its
+//! timeslice at the latest (or when it reaches a safe point after it; an
+//! actor that never reaches one holds its slot's actor too, as it holds its
+//! worker: the long-hold monitor reports both). What the slot displaces,
+//! and what an expiry moves out of it, goes to the run queue, which idle
+//! workers take from at once. The worker never sleeps with its slot full
+//! (its idle check, `has_work`, reads its own slot), and only its serving
+//! thread writes the slot, so every put and take is a plain load and store
+//! ([`Slot`](crate::lockfree::slot::Slot)).
 //!
 //! Why: a producer and the consumer it keeps waking (Savina's Counting)
 //! ran 2.8x slower on two workers than on one. At the producer's expiry
 //! both went to the queue and the idle worker took one; from then on every
 //! message crossed cores, a node's cache line each way per message. With
-//! the swap above the pair never reaches the queue, and with this rule
-//! the idle worker cannot split it through the slot: it runs on one worker
-//! as on a one-worker runtime (docs/benchmarks.md, "A producer and its
-//! consumer stay on one worker"). Independent work still spreads: what is
-//! queued is taken at once, which is how a second pair, or the siblings a
-//! spawn tree displaces, reach the other workers.
+//! the swap above the pair never reaches the queue, and with the slot its
+//! own the idle worker cannot split it through the slot: it runs on one
+//! worker as on a one-worker runtime (docs/benchmarks.md, "A producer and
+//! its consumer stay on one worker"). Independent work still spreads: what
+//! is queued is taken at once, which is how a second pair, or the siblings
+//! a spawn tree displaces, reach the other workers. An earlier form let an
+//! idle worker steal the slot of a worker that had stopped finding work;
+//! the two swaps that made the slot safe for thieves were most of what a
+//! second worker added to each hop of a token ring (docs/benchmarks.md,
+//! "The run-next slot is its worker's own").
 //!
 //! # Blocking calls
 //!
@@ -216,36 +220,13 @@ pub(crate) const RUN_NEXT_CAP: u32 = 3;
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {
-    /// The run-next slot: owner puts, idle workers may take (owner-only
-    /// with one worker).
+    /// The run-next slot: only the thread serving this worker puts and
+    /// takes; others peek (see "A worker's run-next actor is its own").
     pub(crate) run_next: Slot<Actor>,
-    /// The thread serving this worker has work in hand: set when its loop
-    /// finds an actor to run, cleared when it finds none (before it goes
-    /// idle). While it is set, thieves leave the run-next slot to the
-    /// worker, which runs it as soon as its current actor switches out
-    /// (`Shared::find_work`'s last pass). Written by the serving thread
-    /// only on a change, beside the slot that thieves read anyway.
-    pub(crate) working: AtomicBool,
     pub(crate) counters: Counters,
     /// Samples for dumps and the long-hold monitor, on their own cache line
-    /// (written at every switch; thieves peek at `run_next`).
+    /// (written at every switch; idle checks peek at `run_next`).
     pub(crate) samples: Samples,
-}
-
-impl WorkerShared {
-    /// Stores `to` in [`working`](Self::working) unless `last`, what the
-    /// calling thread stored last (`None`: nothing yet, as for a successor
-    /// after a handoff), says it is there already.
-    #[inline]
-    pub(crate) fn mark_working(&self, last: &mut Option<bool>, to: bool) {
-        if *last != Some(to) {
-            *last = Some(to);
-            // Relaxed: a hint for thieves (`Shared::find_work`). Cleared
-            // before the idle protocol's SeqCst steps, so a thief that
-            // sleeps after them reads it cleared.
-            self.working.store(to, Ordering::Relaxed);
-        }
-    }
 }
 
 /// What a worker publishes about the actor it runs.

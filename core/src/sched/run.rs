@@ -46,7 +46,9 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                             self.put_run_next(w, a);
                             Next::Run(next)
                         }
-                        // A thief took it meanwhile: a plain yield.
+                        // Not expected (`expire` saw the actor there and
+                        // only this thread takes from the slot): a plain
+                        // yield then.
                         None => {
                             self.push(a, &w.counters);
                             Next::Find

@@ -1,53 +1,20 @@
 //! An idle worker's looks and waits: what counts as work before it sleeps
-//! (`Shared::has_work`), its spin (`Shared::spin_for_work`), and a thief's
-//! grace before it takes another worker's run-next actor (`steal_grace`),
-//! kept out of the worker loop's file (the waits out of line too).
+//! (`Shared::has_work`) and its spin (`Shared::spin_for_work`), kept out of
+//! the worker loop's file (the spin out of line too).
 
 #[allow(unused_imports)]
 use super::*;
 
-/// How long a thief waits before taking another worker's run-next slot, in
-/// ns of the platform clock, so an actor just woken by a running actor
-/// stays on its waker's worker (and cache) when that worker is about to run
-/// it anyway (Go waits ~3 µs). A time, not a spin count: one `pause` takes
-/// from a few ns to ~40 ns depending on the CPU (38 ns on an AMD EPYC VM,
-/// where the earlier grace of 2,000 spins waited 77 µs).
-const STEAL_GRACE_NS: u64 = 5_000;
-
-/// Spins between two reads of the clock in the steal grace.
-const STEAL_GRACE_SPINS: u32 = 16;
-
-/// Waits [`STEAL_GRACE_NS`] of the platform clock, spinning, without
-/// touching the victim's slot line meanwhile (its owner writes it at every
-/// wake). Not on a seeded schedule: one thread runs at a time there, so
-/// waiting lets no owner act (and each read of the simulated clock is a
-/// step of it).
-#[cold]
-pub(super) fn steal_grace<P: Platform>() {
-    if P::SEEDED_SCHEDULE {
-        return;
-    }
-    let start = P::now_ns();
-    while P::now_ns().saturating_sub(start) < STEAL_GRACE_NS {
-        for _ in 0..STEAL_GRACE_SPINS {
-            <P::Arch as Arch>::spin_hint();
-        }
-    }
-}
-
 impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
-    /// Work for an idle worker: the queue, a run-next slot whose owner has
-    /// no work in hand (its own, or one `find_work` may steal), or the
-    /// runtime's end. A working owner's slot does not count: that owner
-    /// runs it, so a thief sleeps rather than wait on it.
-    pub(crate) fn has_work(&self) -> bool {
+    /// Work for idle worker `index`: the queue, its own run-next slot (what
+    /// its timers or a shutdown sweep woke while it was idle: it must not
+    /// sleep on that), or the runtime's end. Other workers' slots do not
+    /// count: only their owners take from them.
+    pub(crate) fn has_work(&self, index: usize) -> bool {
         !self.queue.is_empty()
-            // Relaxed (all): a probe; the idle protocol's fences order it.
-            || self
-                .core
-                .workers
-                .iter()
-                .any(|w| !w.run_next.peek().is_null() && !w.working.load(Ordering::Relaxed))
+            // Relaxed (both): a probe; the idle protocol's fences order it
+            // (and the slot is this thread's own).
+            || !self.core.workers[index].run_next.peek().is_null()
             || self.core.finished.load(Ordering::Relaxed)
     }
 
@@ -58,10 +25,8 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// of the runtime spins at a time (the others sleep at once), so a
     /// mostly idle runtime burns at most one core for that long per idle
     /// period. Returns whether work turned up (the caller then does not
-    /// sleep). Only the queue: another worker's run-next slot is its own
-    /// next turn (a work-first parent, a woken partner), which a spinner
-    /// that stole it at every turn would drag between the workers — as a
-    /// sleeper is not woken for it, a spinner leaves it too. Out of line:
+    /// sleep). Only the queue: the spinner's own slot is empty (it found
+    /// no work), and other workers' slots are theirs alone. Out of line:
     /// the worker loop's code stays as it was.
     #[cold]
     #[inline(never)]

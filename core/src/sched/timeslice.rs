@@ -238,17 +238,16 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
             // nothing is queued here: the partner runs now with a fresh
             // slice and the yielder waits in the slot (`YieldBehind`), so
             // a producer and the consumer it keeps waking stay on this
-            // worker, which a working worker's slot keeps them on.
+            // worker, which its own slot keeps them on.
             let next = w.run_next.peek();
             if !next.is_null() && ptr::eq(next, (*c).woke) && (*me).rt.as_ref().nothing_queued_here() {
                 (*c).slice_end = 0;
                 suspend::<P>(me, Request::YieldBehind);
                 return;
             }
-            // Else both go to the queue, the slot's actor first. The
-            // owner's take (a thief may race it: `take` gives the actor to
-            // one of us). A detached context's slot belongs to the thread
-            // now serving its worker: not ours to empty.
+            // Else both go to the queue, the slot's actor first. A
+            // detached context's slot belongs to the thread now serving
+            // its worker: not ours to empty.
             if let Some(next) = take_slot(&w.run_next) {
                 // RUNNABLE; the queue's push is the Release edge to its
                 // popper.

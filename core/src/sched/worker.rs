@@ -44,9 +44,9 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 }
 
-/// Takes the actor in a run-next slot, if any (the owner's or a thief's
-/// take: the slot holds `Arc::into_raw` pointers, and `take` gives each to
-/// one taker).
+/// Takes the actor in a run-next slot, if any (the slot holds
+/// `Arc::into_raw` pointers; its owner's take, or the runtime's teardown
+/// after the worker threads are joined).
 pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<Arc<Actor>> {
     let p = slot.take();
     // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
@@ -189,31 +189,6 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             me.counters.run_next(1);
             return Some((a, false));
         }
-        // Last pass: another worker's run-next slot, if its owner has no
-        // work in hand (a working owner runs it as soon as its current
-        // actor switches out: a woken partner stays on its waker's worker),
-        // after a grace period in which the owner may take it itself: only
-        // an actor that sat in the slot all along (same pointer, same put
-        // count) is stolen.
-        let n = self.core.workers.len();
-        for k in 1..n {
-            let victim = &self.core.workers[(index + k) % n];
-            let seen = victim.run_next.stamp();
-            // Relaxed: a hint. A stale `true` skips a steal the owner makes
-            // unneeded (it never sleeps with its own slot full); a stale
-            // `false` steals as before this check.
-            if seen.0.is_null() || victim.working.load(Ordering::Relaxed) {
-                continue;
-            }
-            spin::steal_grace::<P>();
-            if victim.run_next.stamp() != seen {
-                continue;
-            }
-            if let Some(a) = take_slot(&victim.run_next) {
-                me.counters.steals(1);
-                return Some((a, false));
-            }
-        }
         None
     }
 
@@ -319,7 +294,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 // than abandon it (loom: `loom_shutdown.rs`,
                 // `outside_wake_races_the_sweep`). A push after this look
                 // is left over, as `Runtime::stop` documents.
-                if self.has_work() {
+                if self.has_work(index) {
                     return false;
                 }
                 if blocked == 0 {
@@ -362,7 +337,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         let t = &core.timers;
         let w = &core.workers[index];
         let has_work = || {
-            self.has_work()
+            self.has_work(index)
                 || (claimed && t.changed(deadline))
                 // At shutdown, the last worker to go idle must not
                 // sleep: it decides that the runtime is finished (two
@@ -403,7 +378,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 if woken == 0
                     && d.active()
                     && core.idle.sleepers() > 0
-                    && self.has_work()
+                    && self.has_work(index)
                     && core.idle.notify_one()
                 {
                     w.counters.wakeups(1);
@@ -542,9 +517,6 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         w.counters.blocking_handoffs(1);
     }
     let mut next = Next::Find;
-    // What this thread last stored in `w.working` (`None`: nothing yet; a
-    // successor after a handoff writes it at its first turn).
-    let mut working: Option<bool> = None;
     let exit = loop {
         // SAFETY: `ctxp` is this worker's context; no reference to it is
         // held across a switch.
@@ -573,12 +545,8 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             Next::Retire => break WorkerExit::Retired,
             // SAFETY: `ctxp` is this worker's context.
             Next::Find => match unsafe { shared.find_work(ctxp) } {
-                Some(found) => {
-                    w.mark_working(&mut working, true);
-                    found
-                }
+                Some(found) => found,
                 None => {
-                    w.mark_working(&mut working, false);
                     if shared.idle(index) {
                         break WorkerExit::Finished;
                     }
