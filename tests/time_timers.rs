@@ -527,3 +527,40 @@ fn deadlines_are_instants_everywhere() {
         assert_eq!(f, [Ok(1), Ok(2), Ok(3)]);
     });
 }
+
+/// A timer that falls due while the only worker runs something else is
+/// fired on the worker's way to sleep (its idle step fires due timers
+/// first), which puts the sleeper in the worker's own run-next slot. The
+/// worker must run it rather than sleep on it: no timer is left to end
+/// the sleep and no other actor runs, so a worker that slept here would
+/// never wake (this test then hangs into its timeout). Timeslices are off
+/// so the busy actor's spin is one turn, and the loop's own periodic
+/// timer check (every few turns) fires the timer in only some rounds.
+#[test]
+fn a_timer_fired_on_the_way_to_sleep_runs_its_actor() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
+        for round in 0..32 {
+            let slept = rt.block_on(|| {
+                let sleeper = smarm::spawn(|| {
+                    let t = Instant::now();
+                    smarm::sleep(Duration::from_millis(1));
+                    t.elapsed()
+                });
+                // Past the sleeper's deadline, without a safe point.
+                let busy = smarm::spawn(|| {
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_millis(3) {
+                        std::hint::spin_loop();
+                    }
+                });
+                busy.join().unwrap();
+                sleeper.join().unwrap()
+            });
+            assert!(
+                slept >= Duration::from_millis(1),
+                "round {round}: woke early: {slept:?}"
+            );
+        }
+    });
+}
