@@ -149,6 +149,8 @@ struct Queued {
 
 // SAFETY: as `A`'s: the protocol the model checks orders the sp cell.
 unsafe impl Sync for Queued {}
+// SAFETY: as above; its fields move between threads only through the
+// queue the model checks.
 unsafe impl Send for Queued {}
 
 /// The yielding worker: `H2` takes the queue's oldest (B, or nothing if
