@@ -79,7 +79,7 @@
 //!
 //! # Register state at each entry point
 //!
-//! - [`smarm_x86_64_switch`], on entry: rdi = target sp, [rsp] = our resume
+//! - [`smarm_x86_64_switch`], on entry: rdi = target sp, `[rsp]` = our resume
 //!   address, rsp + 8 16-aligned, rbx/rbp/r12–r15, MXCSR and the x87 CW = the
 //!   caller's, DF = 0. On return (in whichever context is resumed): rax =
 //!   the sp of the context that switched away, every callee-saved register,
@@ -89,7 +89,7 @@
 //! - `smarm_x86_64_trampoline + 1`: rax = from sp, rbx = arg, r12 = entry,
 //!   rbp = 0, rsp = `top - 16`, MXCSR = 0x1F80, x87 CW = 0x037F.
 //! - The entry: rdi = from sp, rsi = arg, rsp = `top - 24` (rsp + 8
-//!   16-aligned), [rsp] = a return address inside the trampoline, rbp = 0.
+//!   16-aligned), `[rsp]` = a return address inside the trampoline, rbp = 0.
 //!
 //! # What is not switched, and why
 //!

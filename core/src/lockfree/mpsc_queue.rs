@@ -171,7 +171,7 @@ type Gap = [u8; TAIL_OFFSET.saturating_sub(core::mem::size_of::<UnsafeCell<*mut 
 /// Vyukov's node-based MPSC queue; see the [module docs](self).
 ///
 /// Any thread may [`push`](Self::push); one consumer at a time may
-/// [`pop`](Self::pop), [`peek_with`](Self::peek_with),
+/// [`pop`](Self::pop), `peek_with` (tests and loom),
 /// [`is_empty_sc`](Self::is_empty_sc) and [`drain`](Self::drain) (the
 /// consumer role may move between threads with a happens-before edge, as an
 /// actor migrating between workers does). `Send + Sync` when `T: Send`.
@@ -279,7 +279,7 @@ impl<T> MpscQueue<T> {
     /// # Safety
     ///
     /// Only the single consumer calls `pop`, [`pop_in_place`](Self::pop_in_place),
-    /// [`peek_with`](Self::peek_with), [`is_empty_sc`](Self::is_empty_sc) and
+    /// `peek_with` (tests and loom), [`is_empty_sc`](Self::is_empty_sc) and
     /// [`drain`](Self::drain): one thread at a time, the role handed between
     /// threads with a happens-before edge.
     #[inline]

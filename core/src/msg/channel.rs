@@ -2,10 +2,10 @@
 //!
 //! | kind                          | constructor                   | senders | send when full / waiting       |
 //! |-------------------------------|-------------------------------|---------|--------------------------------|
-//! | unbounded MPSC                | [`unbounded`], [`channel`]    | many    | never waits                    |
-//! | bounded MPSC (backpressure)   | [`bounded`]`(cap)`, `cap` ≥ 1 | many    | waits for a free slot          |
-//! | rendezvous MPSC               | [`bounded`]`(0)`              | many    | waits until the receiver takes the value |
-//! | oneshot                       | [`oneshot`]                   | one     | never waits (one value)        |
+//! | unbounded MPSC                | [`unbounded()`], [`channel`]  | many    | never waits                    |
+//! | bounded MPSC (backpressure)   | [`bounded()`]`(cap)`, `cap` ≥ 1 | many    | waits for a free slot          |
+//! | rendezvous MPSC               | [`bounded()`]`(0)`            | many    | waits until the receiver takes the value |
+//! | oneshot                       | [`oneshot()`]                 | one     | never waits (one value)        |
 //!
 //! The rendezvous kind (as std's `sync_channel(0)` and crossbeam's
 //! `bounded(0)`) shares the bounded kind's handles ([`BoundedSender`],

@@ -6,7 +6,7 @@
 //! 1. sets the shutdown flag and wakes every worker;
 //! 2. workers keep running: each actor they resume from now on is cancelled
 //!    at its resume point — it unwinds (destructors run) with a `Cancelled`
-//!    payload that its joiner sees as [`JoinError::Cancelled`]; waits made
+//!    payload that its joiner sees as [`JoinError::Cancelled`](crate::JoinError::Cancelled); waits made
 //!    while it unwinds (in destructors) give up at once where the call can
 //!    report it (a disconnect, a timeout, `Cancelled`), and run off the
 //!    scheduler where it cannot (see `sched`'s "Unwinding": shutdown then
@@ -94,7 +94,7 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
         }
     }
 
-    /// Number of worker threads (1 to [`MAX_WORKERS`](crate::MAX_WORKERS);
+    /// Number of worker threads (1 to [`MAX_WORKERS`];
     /// default: the CPU count, capped there).
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
@@ -110,7 +110,7 @@ impl<P: Platform, Q: RunQueue<P>> Builder<P, Q> {
     }
 
     /// Ring slots of the run queue before it spills (2 to
-    /// [`MAX_QUEUE_CAPACITY`](crate::MAX_QUEUE_CAPACITY); rounded up to a
+    /// [`MAX_QUEUE_CAPACITY`]; rounded up to a
     /// power of two).
     pub fn queue_capacity(mut self, n: usize) -> Self {
         self.queue_capacity = n;

@@ -21,7 +21,7 @@
 //!
 //! # Protocol (A parks or yields, B runs next; numbered as in the code)
 //!
-//! On A's stack, in [`switch_out`](super::switch_out) for `Request::Park` (or `Yield`):
+//! On A's stack, in [`switch_out`] for `Request::Park` (or `Yield`):
 //! 1. `H1` check the handoff may happen: A runs on a worker (not detached),
 //!    the loop's periodic duties are not due ([`TIMER_CHECK_TURNS`]: timers,
 //!    the IO poll, the seeded schedule's turn), the run-next streak cap

@@ -10,7 +10,7 @@
 //! - a worker with nothing to run that wins the *poll role* (one worker at
 //!   a time) waits in the poller instead of on its futex word, until an
 //!   event, the earliest timer (if it also holds the timers) or a kick;
-//!   [`Idle`](crate::sched::idle::Idle)'s wake kicks the poller when the
+//!   [`Idle`]'s wake kicks the poller when the
 //!   worker it wakes is the one inside it;
 //! - a worker kicked out of the poller for work found elsewhere while
 //!   another sleeps wakes that one, which takes the poll role (so the

@@ -16,7 +16,7 @@
 //!
 //! A park or a yield usually skips 4 and the next 1–2: the actor switches
 //! straight to whom step 1 would find, and that actor carries out the
-//! request on its own stack ([`handoff`]'s direct handoff), with the same
+//! request on its own stack ([`handoff()`]'s direct handoff), with the same
 //! bookkeeping and the same rule (the request only once the stack is left).
 //!
 //! # Work-first spawn
@@ -71,7 +71,7 @@
 //! workers take from at once. The worker never sleeps with its slot full
 //! (its idle check, `has_work`, reads its own slot), and only its serving
 //! thread writes the slot, so every put and take is a plain load and store
-//! ([`Slot`](crate::lockfree::slot::Slot)).
+//! (`lockfree::slot::Slot`).
 //!
 //! Why: a producer and the consumer it keeps waking (Savina's Counting)
 //! ran 2.8x slower on two workers than on one. At the producer's expiry
@@ -90,7 +90,7 @@
 //!
 //! # Blocking calls
 //!
-//! [`blocking`] asks the worker (`Request::Block`) to hand its duty to a
+//! [`blocking()`] asks the worker (`Request::Block`) to hand its duty to a
 //! spare thread, which runs [`run_worker`] for the same index with a fresh
 //! context, and resumes the actor on this thread with no current worker.
 //! When `f` returns, the actor switches back (`Request::Rejoin`): this
@@ -110,7 +110,7 @@
 //! 1. a yield (and a spent timeslice) does nothing;
 //! 2. a spawn queues the child instead of running it first;
 //! 3. the first wait *detaches* the actor (`Request::Detach`): its worker
-//!    hands its duty to a spare thread, as for [`blocking`], and resumes
+//!    hands its duty to a spare thread, as for [`blocking()`], and resumes
 //!    the actor on this same thread, whose worker context stays current
 //!    but is marked detached (the actor keeps its id, actor-locals and
 //!    spawn; its wakes and spawns go to the run queue);

@@ -118,7 +118,7 @@ fn relax<P: Platform>() -> impl FnMut() {
 
 /// Where a full ring spills: an unbounded FIFO under the platform lock, with
 /// a length readable without the lock. Shared by [`RingQueue`] and
-/// [`Striped`]; both methods are `#[cold]` (a ring full enough to spill
+/// [`Striped`](striped::Striped); both methods are `#[cold]` (a ring full enough to spill
 /// holds thousands of runnable actors).
 pub(crate) struct Overflow<T, L: RawLock> {
     q: Mutex<L, VecDeque<T>>,

@@ -1,7 +1,7 @@
 //! Exit reasons, kill, monitors and links: how one actor learns of another's
 //! end, and how fates are tied (Erlang's model, typed).
 //!
-//! - Every actor ends with an [`ExitReason`]: `Normal` (its closure
+//! - Every actor ends with an [`ExitReason`](crate::ExitReason): `Normal` (its closure
 //!   returned), `Panicked` (with the message), `Killed` ([`ActorRef::kill`],
 //!   or a linked actor's abnormal exit) or `Cancelled` (runtime shutdown).
 //! - [`ActorRef::monitor`] gives a [`Monitor`]: one [`Down`] notice with the

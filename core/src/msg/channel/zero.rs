@@ -1,4 +1,4 @@
-//! The rendezvous channel: what [`bounded(0)`](super::bounded) makes (as
+//! The rendezvous channel: what [`bounded(0)`](fn@super::bounded) makes (as
 //! std's `sync_channel(0)` and crossbeam's `bounded(0)`). There is no slot:
 //! a send completes only when the receiver takes its value.
 //!

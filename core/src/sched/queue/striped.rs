@@ -45,7 +45,7 @@
 //! once, which each ring and the overflow give, and that a pop finds an item
 //! that is there, which the scan gives (up to the approximate `is_empty`
 //! skip: an item whose push is still in flight may be missed, as the
-//! [`RunQueue`](super::RunQueue) contract allows; the pusher notifies idle
+//! [`RunQueue`] contract allows; the pusher notifies idle
 //! workers after its push returns).
 //!
 //! The stripe a worker uses is its index (`current_worker`); a plain OS
