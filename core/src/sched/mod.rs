@@ -217,6 +217,19 @@ const DEPOT_CLASS_BYTES: usize = 1 << 20;
 /// starve everything queued (tokio settled on 3 for the same reason).
 pub(crate) const RUN_NEXT_CAP: u32 = 3;
 
+/// `T` alone on its cache lines (128 bytes: a line and the neighbour the
+/// adjacent-line prefetcher pairs it with), for a word many cores write.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for Padded<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {
@@ -290,7 +303,9 @@ const TIMER_CHECK_TURNS: u32 = 16;
 
 /// Everything of a runtime that does not depend on the run-queue type.
 pub(crate) struct RtCore<P: Platform> {
-    pub(crate) idle: Idle<P, P::Lock>,
+    /// The idle list: its sleeper count is read at every push and written
+    /// by workers going to sleep, so it has lines of its own.
+    pub(crate) idle: Padded<Idle<P, P::Lock>>,
     /// Live actors for dumps: one shard per worker, the last for plain
     /// threads ([`crate::rt::dump`]).
     pub(crate) registry: alloc::boxed::Box<[crate::sched::registry::Shard<P::Lock>]>,
@@ -302,7 +317,10 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) nodes: NodeDepot<P::Lock>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) finished: AtomicBool,
-    pub(crate) live: AtomicUsize,
+    /// Actors spawned and not yet ended: written at every spawn and exit
+    /// (by every worker), so alone on its lines, away from the flags idle
+    /// workers poll while they spin (`finished`).
+    pub(crate) live: Padded<AtomicUsize>,
     pub(crate) next_id: AtomicU64,
     /// This runtime as a [`Schedule`]: set once by the builder, before any
     /// actor or worker exists.
@@ -330,8 +348,10 @@ pub(crate) struct RtCore<P: Platform> {
     /// Shutdown sweeps of parked actors so far.
     pub(crate) sweeps: AtomicUsize,
     /// A worker is spinning for work before it sleeps (at most one at a
-    /// time: `Shared::spin_for_work`).
-    pub(crate) spinning: crate::sync::AtomicBool,
+    /// time: `Shared::spin_for_work`). Written by every worker that goes
+    /// idle, so alone on its lines (beside it were `shutdown`, read at
+    /// every resume).
+    pub(crate) spinning: Padded<crate::sync::AtomicBool>,
     /// The IO driver, made at the first registration.
     pub(crate) io: IoSlot<P>,
     /// Registered names (shared with the exit hooks that unbind them).
