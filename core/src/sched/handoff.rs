@@ -210,10 +210,12 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
                 // slice: rare, left to the loop.
                 return None;
             }
-            // The slot's actor: not null, as peeked (only this thread
-            // takes from the slot).
+            // The slot's actor, as peeked (only this thread takes from the
+            // slot; were it gone, the loop would find what there is).
             let b = w.run_next.take();
-            debug_assert!(!b.is_null());
+            if b.is_null() {
+                return None;
+            }
             (b, true)
         } else if yielding {
             // The queue's oldest, as the loop takes it.
