@@ -79,7 +79,7 @@ const POP_WAIT_ROUNDS: u32 = if LOOM { 1 } else { Backoff::SPIN_LIMIT + 5 };
 /// Puts a counter on its own pair of cache lines (adjacent-line prefetch pulls
 /// lines in 128-byte pairs on x86; 128 is also Apple silicon's line size).
 #[repr(align(128))]
-struct CachePadded<T>(T);
+pub(crate) struct CachePadded<T>(pub(crate) T);
 
 impl<T> Deref for CachePadded<T> {
     type Target = T;

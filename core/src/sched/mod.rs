@@ -217,19 +217,6 @@ const DEPOT_CLASS_BYTES: usize = 1 << 20;
 /// starve everything queued (tokio settled on 3 for the same reason).
 pub(crate) const RUN_NEXT_CAP: u32 = 3;
 
-/// `T` alone on its cache lines (128 bytes: a line and the neighbour the
-/// adjacent-line prefetcher pairs it with), for a word many cores write.
-#[repr(align(128))]
-pub(crate) struct Padded<T>(pub(crate) T);
-
-impl<T> core::ops::Deref for Padded<T> {
-    type Target = T;
-    #[inline(always)]
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
 /// The shared part of one worker.
 #[repr(align(128))]
 pub(crate) struct WorkerShared {
@@ -305,7 +292,7 @@ const TIMER_CHECK_TURNS: u32 = 16;
 pub(crate) struct RtCore<P: Platform> {
     /// The idle list: its sleeper count is read at every push and written
     /// by workers going to sleep, so it has lines of its own.
-    pub(crate) idle: Padded<Idle<P, P::Lock>>,
+    pub(crate) idle: crate::lockfree::ring::CachePadded<Idle<P, P::Lock>>,
     /// Live actors for dumps: one shard per worker, the last for plain
     /// threads ([`crate::rt::dump`]).
     pub(crate) registry: alloc::boxed::Box<[crate::sched::registry::Shard<P::Lock>]>,
@@ -320,7 +307,7 @@ pub(crate) struct RtCore<P: Platform> {
     /// Actors spawned and not yet ended: written at every spawn and exit
     /// (by every worker), so alone on its lines, away from the flags idle
     /// workers poll while they spin (`finished`).
-    pub(crate) live: Padded<AtomicUsize>,
+    pub(crate) live: crate::lockfree::ring::CachePadded<AtomicUsize>,
     pub(crate) next_id: AtomicU64,
     /// This runtime as a [`Schedule`]: set once by the builder, before any
     /// actor or worker exists.
@@ -351,7 +338,7 @@ pub(crate) struct RtCore<P: Platform> {
     /// time: `Shared::spin_for_work`). Written by every worker that goes
     /// idle, so alone on its lines (beside it were `shutdown`, read at
     /// every resume).
-    pub(crate) spinning: Padded<crate::sync::AtomicBool>,
+    pub(crate) spinning: crate::lockfree::ring::CachePadded<crate::sync::AtomicBool>,
     /// The IO driver, made at the first registration.
     pub(crate) io: IoSlot<P>,
     /// Registered names (shared with the exit hooks that unbind them).
