@@ -61,20 +61,53 @@ pub fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// A global allocator that counts the allocations made on threads that
-/// opted in with [`track_allocs`], for the zero-allocation tests. A test
-/// binary installs it with
+/// A global allocator that counts allocations, for the zero-allocation
+/// tests: those made on a thread that opted in with [`track_allocs`] go to
+/// that thread's own counters, so tests running on parallel threads of one
+/// binary never see each other's; while [`track_all_allocs`] is on, every
+/// thread's go to shared counters besides. A test binary installs it with
 /// `#[global_allocator] static A: smarm_tests::CountingAlloc = smarm_tests::CountingAlloc;`.
 pub struct CountingAlloc;
 
-static ALLOCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Allocations, frees and live bytes, counted.
+struct Counts {
+    allocs: std::sync::atomic::AtomicU64,
+    frees: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicI64,
+}
+
+impl Counts {
+    const fn new() -> Self {
+        Self {
+            allocs: std::sync::atomic::AtomicU64::new(0),
+            frees: std::sync::atomic::AtomicU64::new(0),
+            bytes: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+
+    fn add(&self, allocs: u64, frees: u64, bytes: i64) {
+        // Relaxed: counters; a reader on another thread reads them after
+        // the message edges (joins, round trips) that order the counted
+        // increments before its read.
+        self.allocs
+            .fetch_add(allocs, std::sync::atomic::Ordering::Relaxed);
+        self.frees.fetch_add(frees, std::sync::atomic::Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Every thread's, while [`track_all_allocs`] is on.
+static ALL: Counts = Counts::new();
 
 thread_local! {
     static TRACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's, while [`track_allocs`] is on here.
+    static MINE: Counts = const { Counts::new() };
 }
 
-/// Starts (`true`) or stops counting this thread's allocations. Use it on
-/// a one-worker runtime, where the measured actors never migrate.
+/// Starts (`true`) or stops counting this thread's allocations, on this
+/// thread's own counters. Use it on a one-worker runtime, where the
+/// measured actors never migrate, and read the counts on the same thread.
 pub fn track_allocs(on: bool) {
     TRACK.with(|t| t.set(on));
 }
@@ -90,69 +123,59 @@ pub fn track_all_allocs(on: bool) {
     TRACK_ALL.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Allocations counted so far (on tracking threads).
+/// Reads one count: the calling thread's own plus every thread's.
+fn read<T: std::ops::Add<Output = T>>(f: impl Fn(&Counts) -> T) -> T {
+    MINE.with(|m| f(m)) + f(&ALL)
+}
+
+/// Allocations counted so far: this thread's own (while it tracked) and
+/// every thread's (while all were tracked).
 pub fn allocs() -> u64 {
-    ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
+    read(|c| c.allocs.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-static FREES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Deallocations counted so far (on tracking threads).
+/// Deallocations counted so far, as [`allocs`].
 pub fn frees() -> u64 {
-    // Relaxed, as `allocs`: a counter; the measuring actor reads it after
-    // the round trips it counts, whose message edges order the other
-    // threads' increments before this read.
-    FREES.load(std::sync::atomic::Ordering::Relaxed)
+    read(|c| c.frees.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-fn tracked() -> bool {
-    // Relaxed: a switch read on every allocation; the tests flip it from
-    // the measured actor itself, and the counting is program-ordered there.
-    TRACK_ALL.load(std::sync::atomic::Ordering::Relaxed) || TRACK.with(|t| t.get())
-}
-
-static BYTES: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-
-/// Bytes allocated minus bytes freed so far (on tracking threads; requested
+/// Bytes allocated minus bytes freed so far, as [`allocs`] (requested
 /// sizes, without the allocator's own rounding and headers).
 pub fn live_bytes() -> i64 {
-    // Relaxed, as `allocs`.
-    BYTES.load(std::sync::atomic::Ordering::Relaxed)
+    read(|c| c.bytes.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-fn count_if_tracked() {
-    if tracked() {
-        ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// Counts an allocator call where it is tracked.
+fn count(allocs: u64, frees: u64, bytes: i64) {
+    // Relaxed: a switch read on every allocation; the tests flip it from
+    // the measured actor itself, and the counting is program-ordered there.
+    if TRACK_ALL.load(std::sync::atomic::Ordering::Relaxed) {
+        ALL.add(allocs, frees, bytes);
     }
-}
-
-fn add_bytes_if_tracked(n: i64) {
-    if tracked() {
-        // Relaxed: a counter, as ALLOCS.
-        BYTES.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    }
+    // `try_with`: an allocation in a thread-local destructor, after this
+    // thread's slots are gone, is not counted.
+    let _ = TRACK.try_with(|t| {
+        if t.get() {
+            let _ = MINE.try_with(|m| m.add(allocs, frees, bytes));
+        }
+    });
 }
 
 // SAFETY: forwards every call to the system allocator; counting has no
 // effect on the memory returned.
 unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
-        count_if_tracked();
-        add_bytes_if_tracked(l.size() as i64);
+        count(1, 0, l.size() as i64);
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
-        if tracked() {
-            FREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        add_bytes_if_tracked(-(l.size() as i64));
+        count(0, 1, -(l.size() as i64));
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
-        count_if_tracked();
-        add_bytes_if_tracked(n as i64 - l.size() as i64);
+        count(1, 0, n as i64 - l.size() as i64);
         // SAFETY: forwarded contract.
         unsafe { std::alloc::System.realloc(p, l, n) }
     }
