@@ -75,9 +75,15 @@ impl Queue for Locked {
 
 /// `workers` consumer threads and one producer pushing `items`; each
 /// consumer sleeps through the idle protocol when the ring is empty.
+///
+/// The preemption bound is 2 unless `LOOM_MAX_PREEMPTIONS` asks for
+/// another: unbounded, these models run for many minutes.
 fn model<Q: Queue>(workers: usize, items: usize) {
     let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
     b.check(move || {
         let ring = Arc::new(Q::new());
         let idle = Arc::new(TestIdle::new(workers));
