@@ -36,7 +36,7 @@
 //! successor is published, so "nothing in flight" implies no replacement
 //! is half done.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -241,6 +241,11 @@ pub struct World {
     pub seed: u64,
     pub budget: u64,
     pub table: Vec<Mutex<Option<Entry>>>,
+    /// Per slot, the incarnation that traps exits by now (`u32::MAX`:
+    /// none yet). A link is made only to such an incarnation: one linked
+    /// before its first turn (still queued) would be killed by its
+    /// partner's exit before it could trap, and die unreplaced.
+    pub trapping: Vec<AtomicU32>,
 }
 
 impl World {
@@ -483,6 +488,9 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
     // panic's partner gets a `Down` message instead): only the injected
     // faults unwind, each accounted for.
     smarm::trap_exits_into(&me.mb.as_ref().expect("open").addr(), |_| Msg::Down);
+    // Release: pairs with the Acquire load before a link to this slot, so
+    // a linker that sees this incarnation here links to one that traps.
+    w.trapping[slot as usize].store(me.carry.as_ref().expect("held").inc, Ordering::Release);
     loop {
         let rng = &mut me.rng;
         let mb = me.mb.as_mut().expect("open while the incarnation runs");
@@ -568,8 +576,11 @@ pub fn actor(mb: Mailbox<Msg>, w: Arc<World>, carry: Carry) {
                 unreachable!("a killed actor resumed");
             }
             if rng.one_in(512) {
-                let (_, peer) = w.lookup(rng.below(w.table.len() as u64) as usize);
-                if smarm::link(&peer.actor_ref()) {
+                let peer_slot = rng.below(w.table.len() as u64) as usize;
+                let (inc, peer) = w.lookup(peer_slot);
+                // Acquire: pairs with the peer's Release store after it
+                // trapped exits (see `World::trapping`).
+                if w.trapping[peer_slot].load(Ordering::Acquire) == inc && smarm::link(&peer.actor_ref()) {
                     bump(&LINKS);
                 }
             }

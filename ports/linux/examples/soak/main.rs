@@ -195,6 +195,9 @@ fn round<Q: RunQueue<Linux>>(c: &Config, budget: u64, seed: u64, what: &str) -> 
         seed,
         budget,
         table: (0..c.actors).map(|_| Mutex::new(None)).collect(),
+        trapping: (0..c.actors)
+            .map(|_| std::sync::atomic::AtomicU32::new(u32::MAX))
+            .collect(),
     });
     let t = Instant::now();
     let (stop_retries, stalled) = guard::watched(
