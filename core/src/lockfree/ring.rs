@@ -261,12 +261,10 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
                 // Release: pairs with the Acquire sequence load in `claim`,
                 // publishing the value to its consumer.
                 slot.seq.store(pos.wrapping_add(1), Ordering::Release);
-                // Release: keeps the publish above ahead of the new tail for
-                // any reader that acquires the tail; nothing relies on that
-                // for the value (the cell's sequence carries it): consumers
-                // read the counter after a SeqCst fence only to tell empty
-                // from in flight, `len` as a hint, and the next producer
-                // (ordered after us by the contract) reads what it wrote.
+                // Release: pairs with nothing that needs the value (the cell's
+                // sequence carries it); consumers and `len` read the counter
+                // only to tell empty from in flight, and the next producer
+                // (ordered after us by the contract) reads its own value.
                 self.tail.store(pos.wrapping_add(1), Ordering::Release);
                 return Ok(());
             }
