@@ -58,9 +58,7 @@ const SHUTDOWN_SWEEPS: usize = 4;
 /// on it can starve the pusher forever under loom's unfair scheduler (a
 /// "max branches" failure, not a runtime bug); a locked push has no such
 /// window. `push` is a plain thread's; `push_worker` and `pop_worker` the
-/// worker's own (`RunQueue::push_worker`, `pop_worker`, which also name
-/// the worker: the striped queue's stripe, which none of these queues
-/// has; the striped queue's own models are in `loom_striped.rs`).
+/// worker's own (`RunQueue::push_worker`, `pop_worker`).
 trait Queue: Send + Sync + 'static {
     fn new() -> Self;
     fn push(&self, v: usize) -> Result<(), usize>;
@@ -238,7 +236,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::put_run_next` (`schedule` from a worker).
-    // mirror: core/src/sched/worker.rs put_run_next 3b633695f61c
+    // mirror: core/src/sched/worker.rs put_run_next d52fc3c1f6ba
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
@@ -248,7 +246,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::push`, a worker's own push: the queue, then the notify,
     /// which a one-worker runtime skips (its one worker is the caller).
-    // mirror: core/src/sched/worker.rs push 63169316331b
+    // mirror: core/src/sched/worker.rs push f4e37d31ca62
     fn push(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push_worker(a) {
@@ -263,7 +261,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::find_work`: own slot, then the queue.
     // mirror: core/src/sched/worker.rs find_work 3e229ff67522
-    // mirror: core/src/sched/worker.rs pop_queue e0808d7df990
+    // mirror: core/src/sched/worker.rs pop_queue 790d22dcde7e
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }
@@ -279,7 +277,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run ad77c80d1575
+    // mirror: core/src/sched/run.rs run e9ea63eba58f
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, i: usize, a: usize) {
@@ -411,7 +409,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/rt/runtime.rs stop 6337a0cbc49a
+// mirror: core/src/rt/runtime.rs stop ba2aa5406438
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);

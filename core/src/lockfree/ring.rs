@@ -54,22 +54,6 @@
 //! published behind that ticket wait for it too: tickets are consumed in
 //! order.)
 //!
-//! # One producer
-//!
-//! Where one thread at a time pushes (each earlier push happening-before
-//! the next: a run-queue stripe that only its worker fills),
-//! [`Ring::push_single`] skips the ticket claim: nobody else moves `tail`,
-//! so the producer reads it, writes the cell once its sequence reads
-//! `pos`, publishes `pos + 1` (Release) and then stores `pos + 1` into
-//! `tail`. No locked instruction. Consumers are unchanged. Publishing the
-//! cell before the tail only narrows what they see: a pop that finds the
-//! cell unpublished and `tail` not past it reports empty (the push is
-//! still in flight, as the [`RunQueue`](crate::sched::queue::RunQueue)
-//! contract allows); `len` may read a tail one behind a head that already
-//! took the item, which it clamps to 0. A cell a lap behind is handled as
-//! in `push` (steps 1-4 above): full, or a stalled consumer waited out.
-//! Mixing `push` and `push_single` on one ring is outside the contract.
-//!
 //! Under loom every wait round is a single yield and the pop wait is short, so
 //! models stay small; tests use capacity 2 there to reach the edges. Loom
 //! models a SeqCst CAS as AcqRel (only SeqCst fences are exact), so step 1's
