@@ -46,7 +46,7 @@ impl<P: Platform> RtCore<P> {
             io: IoSlot(crate::sync::AtomicPtr::new(ptr::null_mut())),
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
-                .map(|index| WorkerShared {
+                .map(|_| WorkerShared {
                     // SAFETY: only the thread serving this worker puts and
                     // takes (`schedule` and `put_run_next` with its own,
                     // attached context; `find_work`, `expire` and `handoff`
@@ -54,7 +54,6 @@ impl<P: Platform> RtCore<P> {
                     // Release/Acquire word, and the runtime's drop joins
                     // the threads before it empties the slot.
                     run_next: unsafe { Slot::owner_only() },
-                    index,
                     counters: Counters::default(),
                     samples: Samples {
                         running: AtomicU64::new(0),

@@ -223,8 +223,6 @@ pub(crate) struct WorkerShared {
     /// The run-next slot: only the thread serving this worker puts and
     /// takes; others peek (see "A worker's run-next actor is its own").
     pub(crate) run_next: Slot<Actor>,
-    /// This worker's index (its stripe of the run queue).
-    pub(crate) index: usize,
     pub(crate) counters: Counters,
     /// Samples for dumps and the long-hold monitor, on their own cache line
     /// (written at every switch; idle checks peek at `run_next`).

@@ -65,30 +65,28 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     fn push(&self, actor: Runnable);
     /// Takes the oldest runnable actor, if any.
     fn pop(&self) -> Option<Runnable>;
-    /// [`push`](Self::push) from the thread serving worker `worker` (a
-    /// variant may keep a worker's own pushes apart from other threads', or
-    /// push without a CAS where that worker is the only producer).
+    /// [`push`](Self::push) from the thread serving one of the runtime's
+    /// workers (a variant may keep a worker's own pushes apart from other
+    /// threads').
     ///
     /// # Safety
     ///
-    /// The caller is the thread serving worker `worker` of this queue's
-    /// runtime, and a worker's duty moves between threads only through a
-    /// handoff with a Release/Acquire edge (`Shared::push`'s invariant).
+    /// The caller is the thread serving one of the runtime's workers, and
+    /// a worker's duty moves between threads only through a handoff with a
+    /// Release/Acquire edge (`Shared::push`'s invariant).
     #[inline]
-    unsafe fn push_worker(&self, actor: Runnable, worker: usize) {
-        let _ = worker;
+    unsafe fn push_worker(&self, actor: Runnable) {
         self.push(actor)
     }
-    /// [`pop`](Self::pop) from the thread serving worker `worker`; it may
-    /// also take what [`push_worker`](Self::push_worker) kept apart.
+    /// [`pop`](Self::pop) from the thread serving one of the runtime's
+    /// workers; it may also take what [`push_worker`](Self::push_worker)
+    /// kept apart.
     ///
     /// # Safety
     ///
-    /// As for [`push_worker`](Self::push_worker) (after the worker threads
-    /// are joined, any `worker` index will do).
+    /// As for [`push_worker`](Self::push_worker).
     #[inline]
-    unsafe fn pop_worker(&self, worker: usize) -> Option<Runnable> {
-        let _ = worker;
+    unsafe fn pop_worker(&self) -> Option<Runnable> {
         self.pop()
     }
     /// Approximate length (for counters and idle checks).
@@ -97,12 +95,11 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The queue depth worker `worker`'s counters record after its pop:
+    /// The queue depth the popping worker's counters record after a pop:
     /// [`len`](Self::len) by default. A variant whose `len` reads every
-    /// worker's counters (the striped queue) reports what that worker's own
+    /// worker's counters (the striped queue) reports what the caller's own
     /// part holds instead, so a pop does not read lines of every core.
-    fn depth_hint(&self, worker: usize) -> usize {
-        let _ = worker;
+    fn depth_hint(&self) -> usize {
         self.len()
     }
 }
@@ -188,14 +185,14 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
     }
 
     #[inline]
-    unsafe fn push_worker(&self, actor: Runnable, _worker: usize) {
+    unsafe fn push_worker(&self, actor: Runnable) {
         // SAFETY: forwarded contract (the thread serving a worker, the
         // only one when the queue is owned).
         unsafe { self.inner.push_owner(actor, &mut relax::<P>()) }
     }
 
     #[inline]
-    unsafe fn pop_worker(&self, _worker: usize) -> Option<Runnable> {
+    unsafe fn pop_worker(&self) -> Option<Runnable> {
         // SAFETY: as in `push_worker`.
         unsafe { self.inner.pop_owner(&mut relax::<P>()) }
     }
@@ -256,22 +253,22 @@ impl<P: Platform> RunQueue<P> for AutoQueue<P> {
     }
 
     #[inline]
-    unsafe fn push_worker(&self, actor: Runnable, worker: usize) {
+    unsafe fn push_worker(&self, actor: Runnable) {
         match self {
             // SAFETY: forwarded contract.
-            AutoQueue::Ring(q) => unsafe { q.push_worker(actor, worker) },
+            AutoQueue::Ring(q) => unsafe { q.push_worker(actor) },
             // SAFETY: forwarded contract.
-            AutoQueue::Striped(q) => unsafe { q.push_worker(actor, worker) },
+            AutoQueue::Striped(q) => unsafe { q.push_worker(actor) },
         }
     }
 
     #[inline]
-    unsafe fn pop_worker(&self, worker: usize) -> Option<Runnable> {
+    unsafe fn pop_worker(&self) -> Option<Runnable> {
         match self {
             // SAFETY: forwarded contract.
-            AutoQueue::Ring(q) => unsafe { q.pop_worker(worker) },
+            AutoQueue::Ring(q) => unsafe { q.pop_worker() },
             // SAFETY: forwarded contract.
-            AutoQueue::Striped(q) => unsafe { q.pop_worker(worker) },
+            AutoQueue::Striped(q) => unsafe { q.pop_worker() },
         }
     }
 
@@ -284,10 +281,10 @@ impl<P: Platform> RunQueue<P> for AutoQueue<P> {
     }
 
     #[inline]
-    fn depth_hint(&self, worker: usize) -> usize {
+    fn depth_hint(&self) -> usize {
         match self {
-            AutoQueue::Ring(q) => q.depth_hint(worker),
-            AutoQueue::Striped(q) => q.depth_hint(worker),
+            AutoQueue::Ring(q) => q.depth_hint(),
+            AutoQueue::Striped(q) => q.depth_hint(),
         }
     }
 }
