@@ -145,7 +145,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             (*ctx).current = Arc::as_ptr(&a);
             resume_actor::<P>(&a);
             (*ctx).current = ptr::null();
-            (*ctx).detached = false;
+            // Handed off, this thread stays detached until it retires: the
+            // wakes of what follows (the Overflowed branch's `end_actor`)
+            // must not use the slot or queue of the worker it gave away.
+            (*ctx).detached = handed;
             let req = mem::replace(&mut *a.request.get(), Request::None);
             core.unwinders.fetch_sub(1, Ordering::SeqCst);
             match req {

@@ -518,6 +518,13 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
     }
     let mut next = Next::Find;
     let exit = loop {
+        if matches!(next, Next::Retire) {
+            // This thread gave the worker away (a blocking call or a
+            // detached unwind): it must not take the worker's timer or IO
+            // turn, whose wakes would go to the slot and queue that its
+            // successor owns now.
+            break WorkerExit::Retired;
+        }
         // SAFETY: `ctxp` is this worker's context; no reference to it is
         // held across a switch.
         unsafe {
@@ -542,7 +549,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         }
         let (a, inherit) = match mem::replace(&mut next, Next::Find) {
             Next::Run(a) => (a, true),
-            Next::Retire => break WorkerExit::Retired,
+            Next::Retire => unreachable!("handled at the top of the loop"),
             // SAFETY: `ctxp` is this worker's context.
             Next::Find => match unsafe { shared.find_work(ctxp) } {
                 Some(found) => found,
