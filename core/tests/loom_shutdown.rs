@@ -369,7 +369,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker f551807407d7
+    // mirror: core/src/sched/worker.rs run_worker 472674a2180f
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {
