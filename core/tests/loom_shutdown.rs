@@ -236,7 +236,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::put_run_next` (`schedule` from a worker).
-    // mirror: core/src/sched/worker.rs put_run_next d52fc3c1f6ba
+    // mirror: core/src/sched/worker.rs put_run_next c6aaaab3fe4f
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
@@ -246,7 +246,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::push`, a worker's own push: the queue, then the notify,
     /// which a one-worker runtime skips (its one worker is the caller).
-    // mirror: core/src/sched/worker.rs push f4e37d31ca62
+    // mirror: core/src/sched/worker.rs push 196e6b7aeac8
     fn push(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push_worker(a) {
@@ -260,8 +260,8 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::find_work`: own slot, then the queue.
-    // mirror: core/src/sched/worker.rs find_work 3e229ff67522
-    // mirror: core/src/sched/worker.rs pop_queue 790d22dcde7e
+    // mirror: core/src/sched/worker.rs find_work 9453446010fd
+    // mirror: core/src/sched/worker.rs pop_queue fc38a22efdd0
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }
@@ -277,7 +277,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run e9ea63eba58f
+    // mirror: core/src/sched/run.rs run 17dae9a5297b
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, i: usize, a: usize) {
@@ -369,7 +369,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 472674a2180f
+    // mirror: core/src/sched/worker.rs run_worker 28e962893a09
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

@@ -61,6 +61,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Hands worker `index` to a spare thread, or to a new one. Returns
     /// `false` if no thread could be started (the caller keeps the duty).
     pub(crate) fn hand_off(&self, index: usize) -> bool {
+        let server = &self.core.workers[index].server;
+        let me = ctx::<P>();
+        // Before the successor can claim the worker (`serve`, "Ordering").
+        server.clear();
         let spare = self.core.spares.lock().pop();
         if let Some(s) = spare {
             // Release: pairs with the spare's Acquire load; everything this
@@ -72,18 +76,22 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // SAFETY: `self` lives in the `Arc` the builder made (every
         // `Shared` does) and is alive (we run on one of its workers): take
         // one more reference for the new thread.
-        let me = unsafe {
+        let rt = unsafe {
             Arc::increment_strong_count(self as *const Self);
             Arc::from_raw(self as *const Self)
         };
         let name = alloc::format!("smarm-worker-{index}+");
-        match P::spawn_thread(name, Box::new(move || worker_thread(&me, index, true))) {
+        match P::spawn_thread(name, Box::new(move || worker_thread(&rt, index, true))) {
             Ok(t) => {
                 self.core.extra_threads.lock().push(t);
                 true
             }
-            // (The closure, and its reference, were dropped.)
-            Err(_) => false,
+            // (The closure, and its reference, were dropped.) No successor:
+            // this thread keeps serving.
+            Err(_) => {
+                server.claim(me.cast());
+                false
+            }
         }
     }
 }

@@ -55,6 +55,7 @@ impl<P: Platform> RtCore<P> {
                     // the threads before it empties the slot.
                     run_next: unsafe { Slot::owner_only() },
                     counters: Counters::default(),
+                    server: crate::sched::serve::Server::new(),
                     samples: Samples {
                         running: AtomicU64::new(0),
                         resumes: AtomicU64::new(0),

@@ -202,6 +202,7 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
             }
         }
         let w = &*(*c).worker;
+        serve::check::<P>(w, "run-next slot");
         // H2: whom the worker loop would run next ([`Shared::find_work`]).
         let (b, inherit) = if !w.run_next.peek().is_null() {
             if capped {
@@ -301,6 +302,7 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
     // whose `handed` holds the actor that switched to us, now owned here.
     unsafe {
         let a = Arc::from_raw(mem::replace(&mut (*c).handed, ptr::null()));
+        serve::check::<P>(&*(*c).worker, "run-next slot");
         crate::actor::sanitizer::handed_over(&a, &*me);
         *a.sp.get() = back;
         match mem::replace(&mut *a.request.get(), Request::None) {

@@ -155,6 +155,7 @@ pub mod overflow;
 pub mod queue;
 pub(crate) mod registry;
 mod run;
+mod serve;
 mod shutdown;
 mod sleep;
 mod spin;
@@ -224,6 +225,9 @@ pub(crate) struct WorkerShared {
     /// takes; others peek (see "A worker's run-next actor is its own").
     pub(crate) run_next: Slot<Actor>,
     pub(crate) counters: Counters,
+    /// The thread serving this worker (debug builds check each owner-only
+    /// access against it: `serve`).
+    pub(crate) server: serve::Server,
     /// Samples for dumps and the long-hold monitor, on their own cache line
     /// (written at every switch; idle checks peek at `run_next`).
     pub(crate) samples: Samples,

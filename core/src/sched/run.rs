@@ -39,6 +39,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 }
                 Request::YieldBehind => {
                     a.state.store(RUNNABLE, Ordering::Relaxed);
+                    serve::check::<P>(w, "run-next slot");
                     match take_slot(&w.run_next) {
                         // The slot's actor runs now (`expire` gave it a
                         // fresh slice) and the yielder waits in the slot.

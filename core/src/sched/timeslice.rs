@@ -233,6 +233,7 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
         if !(*c).detached {
             let index = (*c).index;
             let w = &*(*c).worker;
+            serve::check::<P>(w, "run-next slot");
             w.counters.timeslice_expiries(1);
             // The slot holds the partner this actor woke in its turn and
             // nothing is queued here: the partner runs now with a fresh

@@ -105,6 +105,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // finish the actor before we would count it, and a snapshot taken
         // after its join would see dequeued > enqueued.
         counters.enqueued(1);
+        serve::check_current::<P>("part of the run queue");
         // SAFETY: the caller serves a worker (this function's contract,
         // checked at every call site), and `hand_off` moves a worker's duty
         // with a Release/Acquire edge.
@@ -138,6 +139,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Puts `a` in worker `w`'s run-next slot; a displaced actor is queued.
     #[inline]
     pub(crate) fn put_run_next(&self, w: &WorkerShared, a: Arc<Actor>) {
+        serve::check::<P>(w, "run-next slot");
         let old = w.run_next.put(Arc::into_raw(a) as *mut Actor);
         if !old.is_null() {
             // SAFETY: the slot holds `Arc::into_raw` pointers; `put` handed
@@ -170,6 +172,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // SAFETY: `ctx` is ours (caller contract).
         let (index, streak) = unsafe { ((*ctx).index, &mut (*ctx).streak) };
         let me = &self.core.workers[index];
+        serve::check::<P>(me, "run-next slot");
         if P::SEEDED_SCHEDULE {
             self.seeded_pick(me);
         }
@@ -223,6 +226,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
 
     #[inline]
     pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
+        serve::check::<P>(me, "part of the run queue");
         // SAFETY: the caller is the thread serving worker `me` (the loop's
         // turn, or a handoff on one of its actors' stacks).
         if let Some(a) = unsafe { self.queue.pop_worker() } {
@@ -513,6 +517,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
     let ctxp: *mut WorkerCtx<P> = &mut ctx;
     P::set_current_worker(ctxp.cast());
     let w = &shared.core.workers[index];
+    w.server.claim(ctxp.cast());
     if took_over {
         w.counters.blocking_handoffs(1);
     }
@@ -525,6 +530,8 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
             // successor owns now.
             break WorkerExit::Retired;
         }
+        // Each turn is the worker's: this thread must still serve it.
+        serve::check_ctx(w, ctxp, "worker-loop turn");
         // SAFETY: `ctxp` is this worker's context; no reference to it is
         // held across a switch.
         unsafe {
@@ -564,6 +571,11 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         // SAFETY: `ctxp` is this worker's context.
         next = unsafe { shared.run(ctxp, a, inherit) };
     };
+    if exit == WorkerExit::Finished {
+        // (A retired thread cleared it in `hand_off`; its successor's
+        // claim may stand there now.)
+        w.server.clear();
+    }
     P::set_current_worker(ptr::null_mut());
     // SAFETY: the worker loop has ended; nothing else uses the context.
     let stacks = unsafe { &mut (*ctxp).stacks };
