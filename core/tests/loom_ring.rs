@@ -266,3 +266,67 @@ fn stalled_consumer_classic_fails() {
         "the classic model failed for another reason: {msg}"
     );
 }
+
+/// `push_single` (the one-producer push, no CAS on the ticket): pushes
+/// until accepted, as `push` does.
+fn push_single(ring: &Ring<u32>, mut v: u32) {
+    // SAFETY: each model calls this from one thread only (the ring's one
+    // producer), and no model mixes it with `push` on the same ring.
+    while let Err(back) = unsafe { ring.push_single(v, &mut relax) } {
+        v = back;
+        thread::yield_now();
+    }
+}
+
+/// The one-producer push against two consumers, over a lap of a ring of
+/// two: the producer pushes two items, pops one itself (so the ring has
+/// room whatever the consumers did) and pushes a third onto the first
+/// item's cell, which a consumer may be reading. Conservation, and every
+/// item left is popped at once when the threads are done (a published
+/// item always shows; the counters never hide one).
+#[test]
+fn one_producer_pushing_single_two_consumers() {
+    model(|| {
+        let ring = Arc::new(Ring::<u32>::with_capacity(CAP));
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let r = ring.clone();
+                thread::spawn(move || r.pop(&mut relax))
+            })
+            .collect();
+        push_single(&ring, 0);
+        push_single(&ring, 1);
+        let mine = ring.pop(&mut relax);
+        push_single(&ring, 2);
+        let mut seen: Vec<u32> = consumers.into_iter().filter_map(|c| c.join().unwrap()).collect();
+        seen.extend(mine);
+        while let Some(v) = ring.pop(&mut relax) {
+            seen.push(v);
+        }
+        assert_conserved(seen, 3);
+        assert!(ring.is_empty());
+    });
+}
+
+/// `stalled_consumer` with the one-producer push: it waits out a consumer
+/// stalled between its claim and its release instead of reporting Full.
+#[test]
+fn stalled_consumer_pushing_single() {
+    model(|| {
+        let ring = Arc::new(Ring::<u32>::with_capacity(2));
+        push_single(&ring, 0);
+        push_single(&ring, 1);
+        let r = ring.clone();
+        let consumer = thread::spawn(move || pop(&r));
+        while ring.len() >= ring.capacity() {
+            thread::yield_now();
+        }
+        // SAFETY: this thread is the ring's only producer.
+        let res = unsafe { ring.push_single(2, &mut relax) };
+        assert!(res.is_ok(), "push reported Full while occupancy < capacity");
+        let mut seen = vec![consumer.join().unwrap()];
+        seen.push(pop(&ring));
+        seen.push(pop(&ring));
+        assert_conserved(seen, 3);
+    });
+}

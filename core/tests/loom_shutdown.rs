@@ -236,7 +236,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::put_run_next` (`schedule` from a worker).
-    // mirror: core/src/sched/worker.rs put_run_next c6aaaab3fe4f
+    // mirror: core/src/sched/worker.rs put_run_next 45d3a61b3c17
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
@@ -246,7 +246,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::push`, a worker's own push: the queue, then the notify,
     /// which a one-worker runtime skips (its one worker is the caller).
-    // mirror: core/src/sched/worker.rs push 196e6b7aeac8
+    // mirror: core/src/sched/worker.rs push cfe9b1f8ff04
     fn push(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push_worker(a) {
@@ -261,7 +261,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::find_work`: own slot, then the queue.
     // mirror: core/src/sched/worker.rs find_work 9453446010fd
-    // mirror: core/src/sched/worker.rs pop_queue fc38a22efdd0
+    // mirror: core/src/sched/worker.rs pop_queue 83fac5d95df7
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }
@@ -277,7 +277,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run 17dae9a5297b
+    // mirror: core/src/sched/run.rs run b550d5f148ea
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, i: usize, a: usize) {
@@ -409,7 +409,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/rt/runtime.rs stop ba2aa5406438
+// mirror: core/src/rt/runtime.rs stop 6337a0cbc49a
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);

@@ -122,3 +122,45 @@ fn batch_steal_races_the_owner() {
         assert!(q.is_empty());
     });
 }
+
+/// One producer per stripe (`Striped::single_producer`, the scheduler's
+/// striped queue when each worker has a stripe): the owner of stripe 0
+/// pushes three items and pops one, a second worker pops through its own
+/// empty stripe (the scan, and the batch steal that moves an item onto its
+/// stripe as that stripe's producer), and meanwhile a plain thread's push
+/// aimed at stripe 1 goes to the overflow instead (were it pushed onto
+/// stripe 1, two producers would race there). Conservation, and the queue
+/// empty once drained.
+#[test]
+fn single_producer_stripes_owner_thief_and_plain_thread() {
+    model(|| {
+        // Two stripes of four slots.
+        let q = Arc::new(Q::single_producer(8, 2));
+        for v in 0..3 {
+            // SAFETY: stripe 0's producer until the owner thread starts
+            // (the spawn orders these pushes before its calls).
+            unsafe { q.push_own(0, v, &mut relax) };
+        }
+        let o = q.clone();
+        let owner = thread::spawn(move || {
+            // SAFETY: this thread is stripe 0's only producer now.
+            let got = unsafe { o.pop_own(0, &mut relax) };
+            // SAFETY: as above.
+            unsafe { o.push_own(0, 3, &mut relax) };
+            got
+        });
+        let p = q.clone();
+        let plain = thread::spawn(move || p.push_at(1, 4, &mut relax));
+        // SAFETY: this thread is stripe 1's only producer.
+        let mut seen: Vec<u32> = unsafe { q.pop_own(1, &mut relax) }.into_iter().collect();
+        seen.extend(owner.join().unwrap());
+        plain.join().unwrap();
+        for hint in [1, 0] {
+            while let Some(v) = q.pop_at(hint, &mut relax) {
+                seen.push(v);
+            }
+        }
+        assert_conserved(seen, 5);
+        assert!(q.is_empty());
+    });
+}

@@ -186,10 +186,10 @@ pub(crate) trait Schedule: Send + Sync {
     /// (`RUNNABLE`, its stack left) goes to the back of the run queue, as
     /// worker `index`'s loop would queue it.
     fn requeue(&self, a: Arc<Actor>, index: usize);
-    /// Whether the part of the run queue that the calling worker serves
-    /// first is empty (a timeslice expiry's test before it lets the yielder
-    /// wait in the run-next slot: nobody queued there is overtaken).
-    fn nothing_queued_here(&self) -> bool;
+    /// Whether the part of the run queue that worker `index` (the caller)
+    /// serves first is empty (a timeslice expiry's test before it lets the
+    /// yielder wait in the run-next slot: nobody queued there is overtaken).
+    fn nothing_queued_here(&self, index: usize) -> bool;
 }
 
 /// Schedules `a` on its own runtime.

@@ -218,6 +218,59 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
         }
     }
 
+    /// [`push`](Self::push) for a ring with one producer at a time: the
+    /// ticket needs no CAS (module docs, "One producer").
+    ///
+    /// # Safety
+    ///
+    /// No other push (this one or [`push`](Self::push)) runs on this ring
+    /// concurrently, and each earlier push happens-before this one.
+    pub unsafe fn push_single(&self, v: T, relax: &mut dyn FnMut()) -> Result<(), T> {
+        let mut backoff = Backoff::new();
+        // Relaxed: the caller is the only producer, and earlier pushes (its
+        // own, or another's ordered before this call) wrote `tail` last.
+        let mut pos = self.tail.load(Ordering::Relaxed);
+        loop {
+            let slot = self.slot(pos);
+            // Acquire: as in `push`, pairs with the Release store in `take`
+            // that freed the cell.
+            let seq = slot.seq.load(Ordering::Acquire);
+            if seq == pos {
+                slot.value.with_mut(|p| {
+                    // SAFETY: ticket `pos` is ours (the one producer, and
+                    // `tail` says nobody published it), and the Acquire above
+                    // ordered the previous consumer's read before this write.
+                    unsafe { p.write(MaybeUninit::new(v)) }
+                });
+                // Release: pairs with the Acquire sequence load in `claim`,
+                // publishing the value to its consumer.
+                slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+                // The one-producer push's own window (the value published,
+                // `tail` not yet moved): a consumer may take it meanwhile.
+                crate::seam::failpoint::hit(crate::seam::failpoint::Site::RingClaimed);
+                // Release: pairs with nothing that needs the value (the cell's
+                // sequence carries it); consumers and `len` read the counter
+                // only to tell empty from in flight, and the next producer
+                // (ordered after us by the contract) reads its own value.
+                self.tail.store(pos.wrapping_add(1), Ordering::Release);
+                return Ok(());
+            }
+            // A cell a lap behind: full, or a consumer stalled mid-pop (no
+            // other producer can have moved past `pos`).
+            debug_assert!(
+                (seq.wrapping_sub(pos) as isize) < 0,
+                "a second producer on a one-producer ring"
+            );
+            if !STALL_FIX {
+                return Err(v);
+            }
+            match self.lap_behind(pos, &mut backoff, relax) {
+                Some(fresh) => pos = fresh,
+                None => return Err(v),
+            }
+        }
+    }
+
     /// The stalled-consumer check (module docs, steps 1-4): `None` when the
     /// ring is truly full, else a fresh ticket guess after backing off if the
     /// cell at `pos` is frozen by a consumer mid-pop.

@@ -536,7 +536,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         // dropping them unmaps their stacks.
         // SAFETY: every worker thread has been joined above, so no thread
         // serves a worker now, and their last queue calls happen-before this.
-        while unsafe { self.shared.queue.pop_worker() }.is_some() {}
+        while unsafe { self.shared.queue.pop_worker(0) }.is_some() {}
         for w in core.workers.iter() {
             drop(take_slot(&w.run_next));
         }

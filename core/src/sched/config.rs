@@ -46,7 +46,7 @@ impl<P: Platform> RtCore<P> {
             io: IoSlot(crate::sync::AtomicPtr::new(ptr::null_mut())),
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
-                .map(|_| WorkerShared {
+                .map(|index| WorkerShared {
                     // SAFETY: only the thread serving this worker puts and
                     // takes (`schedule` and `put_run_next` with its own,
                     // attached context; `find_work`, `expire` and `handoff`
@@ -54,6 +54,7 @@ impl<P: Platform> RtCore<P> {
                     // Release/Acquire word, and the runtime's drop joins
                     // the threads before it empties the slot.
                     run_next: unsafe { Slot::owner_only() },
+                    index,
                     counters: Counters::default(),
                     server: crate::sched::serve::Server::new(),
                     samples: Samples {

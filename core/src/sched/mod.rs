@@ -224,6 +224,8 @@ pub(crate) struct WorkerShared {
     /// The run-next slot: only the thread serving this worker puts and
     /// takes; others peek (see "A worker's run-next actor is its own").
     pub(crate) run_next: Slot<Actor>,
+    /// This worker's index (its stripe of the run queue).
+    pub(crate) index: usize,
     pub(crate) counters: Counters,
     /// The thread serving this worker (debug builds check each owner-only
     /// access against it: `serve`).

@@ -65,28 +65,30 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     fn push(&self, actor: Runnable);
     /// Takes the oldest runnable actor, if any.
     fn pop(&self) -> Option<Runnable>;
-    /// [`push`](Self::push) from the thread serving one of the runtime's
-    /// workers (a variant may keep a worker's own pushes apart from other
-    /// threads').
+    /// [`push`](Self::push) from the thread serving worker `worker` (a
+    /// variant may keep a worker's own pushes apart from other threads', or
+    /// push without a CAS where that worker is the only producer).
     ///
     /// # Safety
     ///
-    /// The caller is the thread serving one of the runtime's workers, and
-    /// a worker's duty moves between threads only through a handoff with a
-    /// Release/Acquire edge (`Shared::push`'s invariant).
+    /// The caller is the thread serving worker `worker` of this queue's
+    /// runtime, and a worker's duty moves between threads only through a
+    /// handoff with a Release/Acquire edge (`Shared::push`'s invariant).
     #[inline]
-    unsafe fn push_worker(&self, actor: Runnable) {
+    unsafe fn push_worker(&self, actor: Runnable, worker: usize) {
+        let _ = worker;
         self.push(actor)
     }
-    /// [`pop`](Self::pop) from the thread serving one of the runtime's
-    /// workers; it may also take what [`push_worker`](Self::push_worker)
-    /// kept apart.
+    /// [`pop`](Self::pop) from the thread serving worker `worker`; it may
+    /// also take what [`push_worker`](Self::push_worker) kept apart.
     ///
     /// # Safety
     ///
-    /// As for [`push_worker`](Self::push_worker).
+    /// As for [`push_worker`](Self::push_worker) (after the worker threads
+    /// are joined, any `worker` index will do).
     #[inline]
-    unsafe fn pop_worker(&self) -> Option<Runnable> {
+    unsafe fn pop_worker(&self, worker: usize) -> Option<Runnable> {
+        let _ = worker;
         self.pop()
     }
     /// Approximate length (for counters and idle checks).
@@ -95,11 +97,12 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The queue depth the popping worker's counters record after a pop:
+    /// The queue depth worker `worker`'s counters record after its pop:
     /// [`len`](Self::len) by default. A variant whose `len` reads every
-    /// worker's counters (the striped queue) reports what the caller's own
+    /// worker's counters (the striped queue) reports what that worker's own
     /// part holds instead, so a pop does not read lines of every core.
-    fn depth_hint(&self) -> usize {
+    fn depth_hint(&self, worker: usize) -> usize {
+        let _ = worker;
         self.len()
     }
 }
@@ -185,14 +188,14 @@ impl<P: Platform> RunQueue<P> for RingQueue<P> {
     }
 
     #[inline]
-    unsafe fn push_worker(&self, actor: Runnable) {
+    unsafe fn push_worker(&self, actor: Runnable, _worker: usize) {
         // SAFETY: forwarded contract (the thread serving a worker, the
         // only one when the queue is owned).
         unsafe { self.inner.push_owner(actor, &mut relax::<P>()) }
     }
 
     #[inline]
-    unsafe fn pop_worker(&self) -> Option<Runnable> {
+    unsafe fn pop_worker(&self, _worker: usize) -> Option<Runnable> {
         // SAFETY: as in `push_worker`.
         unsafe { self.inner.pop_owner(&mut relax::<P>()) }
     }
@@ -253,22 +256,22 @@ impl<P: Platform> RunQueue<P> for AutoQueue<P> {
     }
 
     #[inline]
-    unsafe fn push_worker(&self, actor: Runnable) {
+    unsafe fn push_worker(&self, actor: Runnable, worker: usize) {
         match self {
             // SAFETY: forwarded contract.
-            AutoQueue::Ring(q) => unsafe { q.push_worker(actor) },
+            AutoQueue::Ring(q) => unsafe { q.push_worker(actor, worker) },
             // SAFETY: forwarded contract.
-            AutoQueue::Striped(q) => unsafe { q.push_worker(actor) },
+            AutoQueue::Striped(q) => unsafe { q.push_worker(actor, worker) },
         }
     }
 
     #[inline]
-    unsafe fn pop_worker(&self) -> Option<Runnable> {
+    unsafe fn pop_worker(&self, worker: usize) -> Option<Runnable> {
         match self {
             // SAFETY: forwarded contract.
-            AutoQueue::Ring(q) => unsafe { q.pop_worker() },
+            AutoQueue::Ring(q) => unsafe { q.pop_worker(worker) },
             // SAFETY: forwarded contract.
-            AutoQueue::Striped(q) => unsafe { q.pop_worker() },
+            AutoQueue::Striped(q) => unsafe { q.pop_worker(worker) },
         }
     }
 
@@ -281,10 +284,10 @@ impl<P: Platform> RunQueue<P> for AutoQueue<P> {
     }
 
     #[inline]
-    fn depth_hint(&self) -> usize {
+    fn depth_hint(&self, worker: usize) -> usize {
         match self {
-            AutoQueue::Ring(q) => q.depth_hint(),
-            AutoQueue::Striped(q) => q.depth_hint(),
+            AutoQueue::Ring(q) => q.depth_hint(worker),
+            AutoQueue::Striped(q) => q.depth_hint(worker),
         }
     }
 }

@@ -34,7 +34,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             match mem::replace(&mut *a.request.get(), Request::None) {
                 Request::Yield => {
                     a.state.store(RUNNABLE, Ordering::Relaxed);
-                    self.push(a, &w.counters);
+                    self.push(a, w);
                     Next::Find
                 }
                 Request::YieldBehind => {
@@ -51,7 +51,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                         // only this thread takes from the slot): a plain
                         // yield then.
                         None => {
-                            self.push(a, &w.counters);
+                            self.push(a, w);
                             Next::Find
                         }
                     }
@@ -113,7 +113,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 // thread could take over): a yield.
                 Request::Rejoin => {
                     a.state.store(RUNNABLE, Ordering::Relaxed);
-                    self.push(a, &w.counters);
+                    self.push(a, w);
                     Next::Find
                 }
                 Request::None => P::abort("smarm: an actor switched out without a request"),

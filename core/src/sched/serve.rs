@@ -118,19 +118,3 @@ pub(crate) fn check_ctx<P: Platform>(w: &WorkerShared, c: *mut WorkerCtx<P>, wha
         stray::<P>(index, what);
     }
 }
-
-/// Debug builds: aborts unless the calling thread serves the worker its
-/// current context names (the queue's owner operations find their part of
-/// the queue that way).
-#[inline(always)]
-pub(crate) fn check_current<P: Platform>(what: &str) {
-    if cfg!(debug_assertions) {
-        let c = ctx::<P>();
-        if c.is_null() {
-            stray::<P>(None, what);
-        }
-        // SAFETY: a non-null context is this thread's live worker context,
-        // whose `worker` outlives it.
-        check::<P>(unsafe { &*(*c).worker }, what);
-    }
-}

@@ -241,7 +241,10 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
             // a producer and the consumer it keeps waking stay on this
             // worker, which its own slot keeps them on.
             let next = w.run_next.peek();
-            if !next.is_null() && ptr::eq(next, (*c).woke) && (*me).rt.as_ref().nothing_queued_here() {
+            if !next.is_null()
+                && ptr::eq(next, (*c).woke)
+                && (*me).rt.as_ref().nothing_queued_here((*c).index)
+            {
                 (*c).slice_end = 0;
                 suspend::<P>(me, Request::YieldBehind);
                 return;

@@ -34,13 +34,13 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
 
     #[inline]
     fn requeue(&self, a: Arc<Actor>, index: usize) {
-        self.push(a, &self.core.workers[index].counters);
+        self.push(a, &self.core.workers[index]);
     }
 
     #[inline]
-    fn nothing_queued_here(&self) -> bool {
+    fn nothing_queued_here(&self, index: usize) -> bool {
         // The worker's own part and the overflow (`depth_hint`).
-        self.queue.depth_hint() == 0
+        self.queue.depth_hint(index) == 0
     }
 }
 
@@ -97,19 +97,20 @@ pub(crate) enum WorkerExit {
 
 impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Queues a runnable actor and wakes a sleeping worker if needed. The
-    /// caller is the thread serving the worker whose `counters` these are
-    /// (a thread that serves none calls [`push_outside`](Self::push_outside)).
+    /// caller is the thread serving worker `w` (a thread that serves none
+    /// calls [`push_outside`](Self::push_outside)).
     #[inline]
-    pub(crate) fn push(&self, a: Arc<Actor>, counters: &Counters) {
+    pub(crate) fn push(&self, a: Arc<Actor>, w: &WorkerShared) {
+        let counters = &w.counters;
         // Counted before the push: once pushed, another worker may pop and
         // finish the actor before we would count it, and a snapshot taken
         // after its join would see dequeued > enqueued.
         counters.enqueued(1);
-        serve::check_current::<P>("part of the run queue");
+        serve::check::<P>(w, "part of the run queue");
         // SAFETY: the caller serves a worker (this function's contract,
         // checked at every call site), and `hand_off` moves a worker's duty
         // with a Release/Acquire edge.
-        unsafe { self.queue.push_worker(a) };
+        unsafe { self.queue.push_worker(a, w.index) };
         if self.core.workers.len() == 1 {
             // The one worker is the caller, awake: only workers sleep on
             // the idle list, so the notify's SeqCst fence (a locked
@@ -144,7 +145,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         if !old.is_null() {
             // SAFETY: the slot holds `Arc::into_raw` pointers; `put` handed
             // the displaced one to us.
-            self.push(unsafe { Arc::from_raw(old) }, &w.counters);
+            self.push(unsafe { Arc::from_raw(old) }, w);
         }
     }
 
@@ -208,7 +209,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         if let Some(a) = take_slot(&me.run_next) {
             me.counters.enqueued(1);
             // SAFETY: the worker's own turn, on its thread.
-            unsafe { self.queue.push_worker(a) };
+            unsafe { self.queue.push_worker(a, me.index) };
         }
         let n = self.queue.len();
         if n < 2 {
@@ -216,11 +217,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         }
         for _ in 0..P::pick(n) % n {
             // SAFETY: as above.
-            let Some(a) = (unsafe { self.queue.pop_worker() }) else {
+            let Some(a) = (unsafe { self.queue.pop_worker(me.index) }) else {
                 break;
             };
             // SAFETY: as above.
-            unsafe { self.queue.push_worker(a) };
+            unsafe { self.queue.push_worker(a, me.index) };
         }
     }
 
@@ -229,8 +230,8 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         serve::check::<P>(me, "part of the run queue");
         // SAFETY: the caller is the thread serving worker `me` (the loop's
         // turn, or a handoff on one of its actors' stacks).
-        if let Some(a) = unsafe { self.queue.pop_worker() } {
-            me.counters.dequeue_at(self.queue.depth_hint() as u64 + 1);
+        if let Some(a) = unsafe { self.queue.pop_worker(me.index) } {
+            me.counters.dequeue_at(self.queue.depth_hint(me.index) as u64 + 1);
             // Chain wake: more work than this worker takes, and sleepers.
             if self.core.idle.sleepers() > 0 && !self.queue.is_empty() && self.core.idle.notify_one() {
                 me.counters.wakeups(1);

@@ -27,7 +27,9 @@
 pub enum Site {
     /// Between a ring push's ticket claim (its CAS) and the publish of the
     /// value (the cell's sequence store): consumers that reach the cell
-    /// meanwhile must wait, not skip it or report the ring empty.
+    /// meanwhile must wait, not skip it or report the ring empty. On a
+    /// one-producer ring (`Ring::push_single`, no claim), between the
+    /// publish and the move of `tail`: consumers may take the value first.
     RingClaimed,
     /// Just before a worker moves a parking actor RUNNING -> PARKED: a
     /// waker that runs now finds RUNNING and must leave a NOTIFIED mark.

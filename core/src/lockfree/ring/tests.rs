@@ -271,3 +271,97 @@ fn conservation_classic_2_producers_2_consumers() {
 fn conservation_3_producers_1_consumer() {
     conservation::<true>(3, 1, PER_PRODUCER / 2);
 }
+
+/// The one-producer push: FIFO over many laps, `Err` with the value back
+/// only when the ring truly holds `capacity` items, and `len` right after
+/// each push and pop.
+#[test]
+fn push_single_is_fifo_and_full_only_at_capacity() {
+    let r: Ring<u32> = Ring::with_capacity(4);
+    let mut next_out = 0;
+    for lap in 0..5u32 {
+        for i in 0..4 {
+            // SAFETY: this thread is the ring's only producer.
+            assert_eq!(unsafe { r.push_single(lap * 4 + i, &mut no_relax()) }, Ok(()));
+            assert_eq!(r.len(), i as usize + 1);
+        }
+        // SAFETY: as above.
+        let full = unsafe { r.push_single(99, &mut no_relax()) };
+        assert_eq!(full, Err(99), "full at capacity");
+        for _ in 0..4 {
+            assert_eq!(r.pop(&mut no_relax()), Some(next_out));
+            next_out += 1;
+        }
+        assert!(r.is_empty());
+    }
+}
+
+/// A consumer stalled between claim and release on the cell the
+/// one-producer push needs: the push waits (calling `relax`, in which the
+/// consumer finishes) and succeeds, as `push` does.
+#[test]
+fn push_single_waits_out_a_stalled_consumer() {
+    let r: Ring<u32> = Ring::with_capacity(2);
+    for i in 0..2 {
+        // SAFETY: this thread is the ring's only producer.
+        unsafe { r.push_single(i, &mut no_relax()) }.unwrap();
+    }
+    let mut stalled = Some(r.test_claim_pop().unwrap());
+    let mut taken = None;
+    // SAFETY: as above.
+    let res = unsafe {
+        r.push_single(2, &mut || {
+            if let Some(t) = stalled.take() {
+                taken = Some(r.test_finish_pop(t));
+            }
+        })
+    };
+    assert_eq!(res, Ok(()));
+    assert_eq!(taken, Some(0));
+    assert_eq!(r.pop(&mut no_relax()), Some(1));
+    assert_eq!(r.pop(&mut no_relax()), Some(2));
+}
+
+/// One thread pushing with `push_single`, three popping: every item once.
+#[test]
+fn push_single_against_three_consumers_conserves() {
+    const N: usize = if cfg!(miri) { 200 } else { 20_000 };
+    let r = Arc::new(Ring::<usize>::with_capacity(8));
+    let done = Arc::new(StdAtomicUsize::new(0));
+    let consumers: Vec<_> = (0..3)
+        .map(|_| {
+            let (r, done) = (r.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                let mut spins = 0;
+                while done.load(StdOrdering::SeqCst) < N {
+                    match r.pop(&mut yield_now) {
+                        Some(v) => {
+                            got.push(v);
+                            done.fetch_add(1, StdOrdering::SeqCst);
+                        }
+                        None => {
+                            spins += 1;
+                            assert!(spins < MAX_SPINS, "consumer starved");
+                            yield_now();
+                        }
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    for mut v in 0..N {
+        let mut spins = 0;
+        // SAFETY: this thread is the ring's only producer.
+        while let Err(back) = unsafe { r.push_single(v, &mut yield_now) } {
+            v = back;
+            spins += 1;
+            assert!(spins < MAX_SPINS, "producer never found room");
+            yield_now();
+        }
+    }
+    let mut seen: Vec<usize> = consumers.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..N).collect::<Vec<_>>(), "an item lost or duplicated");
+}

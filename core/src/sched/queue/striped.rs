@@ -89,6 +89,9 @@ pub struct Striped<T, L: RawLock> {
     /// `K - 1`.
     mask: usize,
     overflow: Overflow<T, L>,
+    /// One producer per stripe (its owner; protocol step 1): owners push
+    /// without a CAS, everyone else onto the overflow.
+    single: bool,
 }
 
 impl<T, L: RawLock> Striped<T, L> {
@@ -96,6 +99,18 @@ impl<T, L: RawLock> Striped<T, L> {
     /// about `capacity` ring slots (each stripe gets `capacity / stripes`,
     /// at least 2) before items spill to the overflow.
     pub fn new(capacity: usize, stripes: usize) -> Self {
+        Self::build(capacity, stripes, false)
+    }
+
+    /// [`new`](Self::new) with one producer per stripe: each stripe is
+    /// pushed onto by its owner alone, through [`push_own`](Self::push_own)
+    /// and [`pop_own`](Self::pop_own)'s batch steals, without a CAS;
+    /// [`push_at`](Self::push_at) goes to the overflow.
+    pub fn single_producer(capacity: usize, stripes: usize) -> Self {
+        Self::build(capacity, stripes, true)
+    }
+
+    fn build(capacity: usize, stripes: usize, single: bool) -> Self {
         let k = stripes.max(1).next_power_of_two();
         let each = (capacity / k).max(2);
         let stripes: Vec<Stripe<T>> = (0..k)
@@ -108,6 +123,7 @@ impl<T, L: RawLock> Striped<T, L> {
             stripes: stripes.into_boxed_slice(),
             mask: k - 1,
             overflow: Overflow::new(),
+            single,
         }
     }
 
@@ -116,21 +132,77 @@ impl<T, L: RawLock> Striped<T, L> {
         self.stripes.len()
     }
 
-    /// Protocol step 1: pushes `v` onto stripe `hint % K`, spilling to the
-    /// overflow when that stripe is full. `relax` yields the OS thread (see
+    /// Protocol step 1 from any thread: pushes `v` onto stripe `hint % K`,
+    /// spilling to the overflow when that stripe is full; onto the overflow
+    /// when each stripe has one producer. `relax` yields the OS thread (see
     /// [`Ring::push`]).
     #[inline]
     pub fn push_at(&self, hint: usize, v: T, relax: &mut dyn FnMut()) {
-        if let Err(v) = self.stripes[hint & self.mask].ring.push(v, relax) {
+        if self.single {
+            self.overflow.push(v);
+        } else if let Err(v) = self.stripes[hint & self.mask].ring.push(v, relax) {
             self.overflow.push(v);
         }
     }
 
-    /// Protocol steps 2 and 3: the own stripe `hint % K`, then the others,
-    /// then the overflow; every 61st pop of the own stripe starts with the
-    /// overflow and a rotating stripe instead.
+    /// Protocol step 1 from stripe `own % K`'s owner: as
+    /// [`push_at`](Self::push_at), but with one producer per stripe the push
+    /// lands on the own stripe without a CAS ([`Ring::push_single`]).
+    ///
+    /// # Safety
+    ///
+    /// With one producer per stripe: the caller is stripe `own`'s owner, no
+    /// other `push_own` or `pop_own` for that stripe runs concurrently, and
+    /// each earlier one happens-before this call.
+    #[inline]
+    pub unsafe fn push_own(&self, own: usize, v: T, relax: &mut dyn FnMut()) {
+        // SAFETY: contract.
+        if let Err(v) = unsafe { self.push_stripe(own, v, relax) } {
+            self.overflow.push(v);
+        }
+    }
+
+    /// Pushes onto stripe `own % K` as its owner; `Err(v)` when it is full.
+    ///
+    /// # Safety
+    ///
+    /// As for [`push_own`](Self::push_own).
+    #[inline]
+    unsafe fn push_stripe(&self, own: usize, v: T, relax: &mut dyn FnMut()) -> Result<(), T> {
+        let ring = &self.stripes[own & self.mask].ring;
+        if self.single {
+            // SAFETY: contract: the stripe's one producer.
+            unsafe { ring.push_single(v, relax) }
+        } else {
+            ring.push(v, relax)
+        }
+    }
+
+    /// Protocol steps 2 and 3 from any thread: the stripe `hint % K`, then
+    /// the others, then the overflow; every 61st pop of that stripe starts
+    /// with the overflow and a rotating stripe instead. With one producer
+    /// per stripe it moves no batch (only an owner pushes onto a stripe).
     #[inline]
     pub fn pop_at(&self, hint: usize, relax: &mut dyn FnMut()) -> Option<T> {
+        let steal = !self.single;
+        self.pop_from(hint, steal, relax)
+    }
+
+    /// [`pop_at`](Self::pop_at) from stripe `own % K`'s owner, whose batch
+    /// steals move items onto its own stripe.
+    ///
+    /// # Safety
+    ///
+    /// As for [`push_own`](Self::push_own).
+    #[inline]
+    pub unsafe fn pop_own(&self, own: usize, relax: &mut dyn FnMut()) -> Option<T> {
+        self.pop_from(own, true, relax)
+    }
+
+    /// `pop_at` and `pop_own`: `steal` says whether a batch steal may push
+    /// onto stripe `hint`: only its owner's may when it has one producer.
+    #[inline]
+    fn pop_from(&self, hint: usize, steal: bool, relax: &mut dyn FnMut()) -> Option<T> {
         let own = hint & self.mask;
         let pops = &self.stripes[own].pops;
         // Relaxed load + store, not a fetch_add: the counter only paces the
@@ -159,8 +231,11 @@ impl<T, L: RawLock> Striped<T, L> {
             if let Some(v) = ring.pop(relax) {
                 // Step 2's batch steal: the own stripe was asked first
                 // (i > 0 and no fairness round) and was empty.
-                if i > 0 && start == own {
-                    self.steal_batch(s, own, relax);
+                if steal && i > 0 && start == own {
+                    // SAFETY: with one producer per stripe, `steal` is set
+                    // only by `pop_own`, whose caller owns stripe `own`
+                    // under the same contract as `push_own`.
+                    unsafe { self.steal_batch(s, own, relax) };
                 }
                 return Some(v);
             }
@@ -171,15 +246,20 @@ impl<T, L: RawLock> Striped<T, L> {
     /// Protocol step 2's batch steal: moves half of stripe `from`'s items (at most
     /// [`STEAL_BATCH`]) onto stripe `to`, oldest first. Out of line: the
     /// pop that calls it already found its own stripe empty.
+    ///
+    /// # Safety
+    ///
+    /// As for [`push_own`](Self::push_own), with `to` as `own`.
     #[cold]
     #[inline(never)]
-    fn steal_batch(&self, from: usize, to: usize, relax: &mut dyn FnMut()) {
-        let (from, to) = (&self.stripes[from].ring, &self.stripes[to].ring);
+    unsafe fn steal_batch(&self, from: usize, to: usize, relax: &mut dyn FnMut()) {
+        let from = &self.stripes[from].ring;
         for _ in 0..(from.len() / 2).min(STEAL_BATCH) {
             // A pop's Acquire pairs with the victim's push; the push onto
             // `to` is the Release edge to whoever pops the item next.
             let Some(v) = from.pop(relax) else { break };
-            if let Err(v) = to.push(v, relax) {
+            // SAFETY: contract.
+            if let Err(v) = unsafe { self.push_stripe(to, v, relax) } {
                 self.overflow.push(v);
                 break;
             }
@@ -220,10 +300,29 @@ pub struct StripedQueue<P: Platform> {
 
 impl<P: Platform> StripedQueue<P> {
     /// A queue with exactly `stripes` stripes (rounded up to a power of
-    /// two) sharing about `capacity` ring slots.
+    /// two) sharing about `capacity` ring slots, for any number of workers
+    /// (pushes claim their tickets with a CAS).
     pub fn with_stripes(capacity: usize, stripes: usize) -> Self {
         StripedQueue {
             inner: Striped::new(capacity, stripes),
+            rr: AtomicUsize::new(0),
+            _p: PhantomData,
+        }
+    }
+
+    /// A queue for a runtime of `workers` workers: one stripe each (a power
+    /// of two, up to [`MAX_STRIPES`]). With no more workers than stripes,
+    /// each stripe has one producer, its worker (plain threads push onto
+    /// the overflow), and the workers' pushes need no CAS.
+    pub fn for_workers(capacity: usize, workers: usize) -> Self {
+        let stripes = workers.clamp(1, MAX_STRIPES);
+        let single = workers <= stripes.next_power_of_two();
+        StripedQueue {
+            inner: if single {
+                Striped::single_producer(capacity, stripes)
+            } else {
+                Striped::new(capacity, stripes)
+            },
             rr: AtomicUsize::new(0),
             _p: PhantomData,
         }
@@ -258,7 +357,7 @@ impl<P: Platform> RunQueue<P> for StripedQueue<P> {
     const NAME: &'static str = "striped";
 
     fn with_capacity(capacity: usize, workers: usize) -> Self {
-        Self::with_stripes(capacity, workers.clamp(1, MAX_STRIPES))
+        Self::for_workers(capacity, workers)
     }
 
     #[inline]
@@ -272,12 +371,26 @@ impl<P: Platform> RunQueue<P> for StripedQueue<P> {
     }
 
     #[inline]
+    unsafe fn push_worker(&self, actor: Runnable, worker: usize) {
+        // SAFETY: forwarded contract: the thread serving `worker`, the only
+        // one that pushes onto its stripe when stripes have one producer
+        // (`for_workers`: each worker has a stripe of its own).
+        unsafe { self.inner.push_own(worker, actor, &mut relax::<P>()) }
+    }
+
+    #[inline]
+    unsafe fn pop_worker(&self, worker: usize) -> Option<Runnable> {
+        // SAFETY: as in `push_worker`.
+        unsafe { self.inner.pop_own(worker, &mut relax::<P>()) }
+    }
+
+    #[inline]
     fn len(&self) -> usize {
         self.inner.len()
     }
 
     #[inline]
-    fn depth_hint(&self) -> usize {
-        self.inner.len_at(self.hint())
+    fn depth_hint(&self, worker: usize) -> usize {
+        self.inner.len_at(worker)
     }
 }

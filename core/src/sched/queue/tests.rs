@@ -204,3 +204,46 @@ fn the_default_queue_is_the_ring_on_one_worker_and_a_stripe_per_worker_on_more()
     assert_eq!(stripes(16), Some(16));
     assert_eq!(stripes(64), Some(super::striped::MAX_STRIPES));
 }
+
+/// One producer per stripe: a push from any thread (`push_at`) goes to the
+/// overflow, not onto the stripe it names, so the stripe's owner finds its
+/// own items first; with the shared-producer stripes the same push lands on
+/// the stripe, first in its FIFO.
+#[test]
+fn single_producer_stripes_send_other_pushes_to_the_overflow() {
+    for (q, first) in [(Q::single_producer(64, 2), 0), (Q::new(64, 2), 99)] {
+        q.push_at(0, 99, &mut relax);
+        for v in 0..3 {
+            // SAFETY: this thread is stripe 0's only producer.
+            unsafe { q.push_own(0, v, &mut relax) };
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { q.pop_own(0, &mut relax) }, Some(first));
+        let mut rest: Vec<u32> = core::iter::from_fn(|| q.pop_at(0, &mut relax)).collect();
+        rest.push(first);
+        assert_conserved(rest.into_iter().map(|v| if v == 99 { 3 } else { v }).collect(), 4);
+    }
+}
+
+/// With one producer per stripe, a plain thread's pop (`pop_at`) that
+/// takes from another stripe moves no batch onto the stripe it was given
+/// (it is not that stripe's producer); the owner's pop (`pop_own`) does.
+#[test]
+fn single_producer_stripes_batch_steal_only_for_the_owner() {
+    let q = Q::single_producer(64, 2);
+    for v in 0..8 {
+        // SAFETY: this thread is stripe 0's only producer.
+        unsafe { q.push_own(0, v, &mut relax) };
+    }
+    assert_eq!(q.pop_at(1, &mut relax), Some(0));
+    assert_eq!(q.len_at(1), 0, "a plain pop moved a batch");
+    // SAFETY: this thread stands in for stripe 1's owner (its only
+    // producer; stripe 0's pushes above are done).
+    assert_eq!(unsafe { q.pop_own(1, &mut relax) }, Some(1));
+    assert_eq!(q.len_at(1), 3, "the owner's pop moves half of what is left");
+    let mut seen = Vec::from([0, 1]);
+    for hint in [1, 0] {
+        seen.extend(core::iter::from_fn(|| q.pop_at(hint, &mut relax)));
+    }
+    assert_conserved(seen, 8);
+}
