@@ -54,6 +54,22 @@
 //! published behind that ticket wait for it too: tickets are consumed in
 //! order.)
 //!
+//! # One producer
+//!
+//! Where one thread at a time pushes (each earlier push happening-before
+//! the next: a run-queue stripe that only its worker fills),
+//! [`Ring::push_single`] skips the ticket claim: nobody else moves `tail`,
+//! so the producer reads it, writes the cell once its sequence reads
+//! `pos`, publishes `pos + 1` (Release) and then stores `pos + 1` into
+//! `tail`. No locked instruction. Consumers are unchanged. Publishing the
+//! cell before the tail only narrows what they see: a pop that finds the
+//! cell unpublished and `tail` not past it reports empty (the push is
+//! still in flight, as the [`RunQueue`](crate::sched::queue::RunQueue)
+//! contract allows); `len` may read a tail one behind a head that already
+//! took the item, which it clamps to 0. A cell a lap behind is handled as
+//! in `push` (steps 1-4 above): full, or a stalled consumer waited out.
+//! Mixing `push` and `push_single` on one ring is outside the contract.
+//!
 //! Under loom every wait round is a single yield and the pop wait is short, so
 //! models stay small; tests use capacity 2 there to reach the edges. Loom
 //! models a SeqCst CAS as AcqRel (only SeqCst fences are exact), so step 1's
@@ -248,10 +264,12 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
                 // The one-producer push's own window (the value published,
                 // `tail` not yet moved): a consumer may take it meanwhile.
                 crate::seam::failpoint::hit(crate::seam::failpoint::Site::RingClaimed);
-                // Release: pairs with nothing that needs the value (the cell's
-                // sequence carries it); consumers and `len` read the counter
-                // only to tell empty from in flight, and the next producer
-                // (ordered after us by the contract) reads its own value.
+                // Release: keeps the publish above ahead of the new tail for
+                // any reader that acquires the tail; nothing relies on that
+                // for the value (the cell's sequence carries it): consumers
+                // read the counter after a SeqCst fence only to tell empty
+                // from in flight, `len` as a hint, and the next producer
+                // (ordered after us by the contract) reads what it wrote.
                 self.tail.store(pos.wrapping_add(1), Ordering::Release);
                 return Ok(());
             }

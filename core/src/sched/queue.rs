@@ -20,7 +20,9 @@
 //! - [`StripedQueue`]: `K` rings (one per worker, up to 16) with a shared
 //!   overflow; each worker pushes to and pops from its own stripe and scans
 //!   the others before going idle (the churn-heavy many-core option; the
-//!   protocol is in [`striped`]).
+//!   protocol is in [`striped`]). With no more workers than stripes a
+//!   stripe's worker is its only producer and pushes without a CAS; other
+//!   threads push onto the overflow.
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;

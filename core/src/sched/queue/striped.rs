@@ -15,6 +15,15 @@
 //!    never looks at other stripes: a stripe is full only when the queue
 //!    holds thousands of runnable actors, and then the overflow is cheap
 //!    next to the work queued.
+//!
+//!    **One producer per stripe** ([`Striped::single_producer`], what the
+//!    scheduler uses when each worker has a stripe of its own): only the
+//!    stripe's owner pushes onto it (`push_own`, and its own batch steals
+//!    in `pop_own`), with [`Ring::push_single`], no CAS; a push from any
+//!    other thread (`push_at`) goes to the overflow, and a pop from one
+//!    (`pop_at`) moves no batch. The owner's calls are ordered (one thread,
+//!    or a worker's duty handed over with a Release/Acquire edge), which
+//!    is `push_single`'s contract.
 //! 2. **Pop** (`pop_at(hint)`): take from the own stripe `hint % K` first,
 //!    then scan the other stripes in order (`hint + 1`, `hint + 2`, ...),
 //!    skipping a stripe whose counters say it is empty, then the overflow.
@@ -48,8 +57,9 @@
 //! [`RunQueue`] contract allows; the pusher notifies idle
 //! workers after its push returns).
 //!
-//! The stripe a worker uses is its index (`current_worker`); a plain OS
-//! thread (no worker) takes stripes round robin. [`Striped`] is the
+//! The stripe a worker uses is its index (the scheduler passes it); a
+//! plain OS thread (no worker) takes stripes round robin, or the overflow
+//! when stripes have one producer. [`Striped`] is the
 //! algorithm with explicit hints, generic over the item and the lock so the
 //! unit tests and the loom model (`core/tests/loom_striped.rs`) drive it
 //! directly; [`StripedQueue`] is the scheduler's run queue built on it.
@@ -287,8 +297,9 @@ impl<T, L: RawLock> Striped<T, L> {
 }
 
 /// The striped run queue: `Striped` with the calling worker's index as the
-/// stripe hint (plain threads go round robin), one stripe per worker (a
-/// power of two, up to `MAX_STRIPES`). With one stripe (one worker) every
+/// stripe hint (plain threads go round robin, or to the overflow when each
+/// worker has a stripe of its own and is its one producer), one stripe per
+/// worker (a power of two, up to `MAX_STRIPES`). With one stripe (one worker) every
 /// push and pop uses stripe 0 without asking which worker calls (the
 /// default, [`AutoQueue`](super::AutoQueue), takes the plain ring there).
 pub struct StripedQueue<P: Platform> {
@@ -311,7 +322,7 @@ impl<P: Platform> StripedQueue<P> {
     }
 
     /// A queue for a runtime of `workers` workers: one stripe each (a power
-    /// of two, up to [`MAX_STRIPES`]). With no more workers than stripes,
+    /// of two, up to `MAX_STRIPES`). With no more workers than stripes,
     /// each stripe has one producer, its worker (plain threads push onto
     /// the overflow), and the workers' pushes need no CAS.
     pub fn for_workers(capacity: usize, workers: usize) -> Self {
