@@ -369,7 +369,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `run_worker`'s loop.
-    // mirror: core/src/sched/worker.rs run_worker 28e962893a09
+    // mirror: core/src/sched/worker.rs run_worker 7e8c8704d5d1
     fn work(&self, i: usize) {
         loop {
             match self.find_work(i) {

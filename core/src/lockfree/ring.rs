@@ -80,8 +80,8 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::mem::MaybeUninit;
-use core::ops::Deref;
 
+use super::CachePadded;
 use crate::sync::{fence, spin_hint, AtomicUsize, Backoff, Ordering, UnsafeCell, LOOM};
 
 #[cfg(all(test, not(smarm_loom)))]
@@ -91,19 +91,6 @@ mod tests;
 /// before it reports empty. Off loom this is the backoff's spinning rounds
 /// plus a few thread yields.
 const POP_WAIT_ROUNDS: u32 = if LOOM { 1 } else { Backoff::SPIN_LIMIT + 5 };
-
-/// Puts a counter on its own pair of cache lines (adjacent-line prefetch pulls
-/// lines in 128-byte pairs on x86; 128 is also Apple silicon's line size).
-#[repr(align(128))]
-pub(crate) struct CachePadded<T>(pub(crate) T);
-
-impl<T> Deref for CachePadded<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
 
 /// One cell: its turn (see the module table) and its value.
 struct Slot<T> {

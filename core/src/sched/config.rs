@@ -38,11 +38,11 @@ impl<P: Platform> RtCore<P> {
             hold_hook,
             monitor_word: AtomicU32::new(0),
             sweeps: AtomicUsize::new(0),
-            spinning: crate::lockfree::ring::CachePadded(crate::sync::AtomicBool::new(false)),
+            spinning: CachePadded(crate::sync::AtomicBool::new(false)),
             registry: (0..=workers)
                 .map(|_| crate::sched::registry::Shard::new())
                 .collect(),
-            idle: crate::lockfree::ring::CachePadded(Idle::with_kick(workers, Some(kick_driver::<P>))),
+            idle: CachePadded(Idle::with_kick(workers, Some(kick_driver::<P>))),
             io: IoSlot(crate::sync::AtomicPtr::new(ptr::null_mut())),
             names: Arc::new(crate::sched::names::Names::new()),
             workers: (0..workers)
@@ -82,7 +82,7 @@ impl<P: Platform> RtCore<P> {
             nodes: NodeDepot::with_budget(workers.max(2), DEPOT_CLASS_BYTES),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
-            live: crate::lockfree::ring::CachePadded(AtomicUsize::new(0)),
+            live: CachePadded(AtomicUsize::new(0)),
             next_id: AtomicU64::new(1),
             sched: SchedSlot(RawCell::new(None)),
         }

@@ -191,6 +191,7 @@ use crate::actor::{
 use crate::lockfree::node_cache::NodeCache;
 use crate::lockfree::node_depot::NodeDepot;
 use crate::lockfree::slot::Slot;
+use crate::lockfree::CachePadded;
 use crate::sched::counters::Counters;
 use crate::sched::idle::Idle;
 use crate::sched::queue::RunQueue;
@@ -298,7 +299,7 @@ const TIMER_CHECK_TURNS: u32 = 16;
 pub(crate) struct RtCore<P: Platform> {
     /// The idle list: its sleeper count is read at every push and written
     /// by workers going to sleep, so it has lines of its own.
-    pub(crate) idle: crate::lockfree::ring::CachePadded<Idle<P, P::Lock>>,
+    pub(crate) idle: CachePadded<Idle<P, P::Lock>>,
     /// Live actors for dumps: one shard per worker, the last for plain
     /// threads ([`crate::rt::dump`]).
     pub(crate) registry: alloc::boxed::Box<[crate::sched::registry::Shard<P::Lock>]>,
@@ -313,7 +314,7 @@ pub(crate) struct RtCore<P: Platform> {
     /// Actors spawned and not yet ended: written at every spawn and exit
     /// (by every worker), so alone on its lines, away from the flags idle
     /// workers poll while they spin (`finished`).
-    pub(crate) live: crate::lockfree::ring::CachePadded<AtomicUsize>,
+    pub(crate) live: CachePadded<AtomicUsize>,
     pub(crate) next_id: AtomicU64,
     /// This runtime as a [`Schedule`]: set once by the builder, before any
     /// actor or worker exists.
@@ -344,7 +345,7 @@ pub(crate) struct RtCore<P: Platform> {
     /// time: `Shared::spin_for_work`). Written by every worker that goes
     /// idle, so alone on its lines (beside it were `shutdown`, read at
     /// every resume).
-    pub(crate) spinning: crate::lockfree::ring::CachePadded<crate::sync::AtomicBool>,
+    pub(crate) spinning: CachePadded<crate::sync::AtomicBool>,
     /// The IO driver, made at the first registration.
     pub(crate) io: IoSlot<P>,
     /// Registered names (shared with the exit hooks that unbind them).

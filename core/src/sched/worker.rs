@@ -524,13 +524,6 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
     }
     let mut next = Next::Find;
     let exit = loop {
-        if matches!(next, Next::Retire) {
-            // This thread gave the worker away (a blocking call or a
-            // detached unwind): it must not take the worker's timer or IO
-            // turn, whose wakes would go to the slot and queue that its
-            // successor owns now.
-            break WorkerExit::Retired;
-        }
         // Each turn is the worker's: this thread must still serve it.
         serve::check_ctx(w, ctxp, "worker-loop turn");
         // SAFETY: `ctxp` is this worker's context; no reference to it is
@@ -557,7 +550,7 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         }
         let (a, inherit) = match mem::replace(&mut next, Next::Find) {
             Next::Run(a) => (a, true),
-            Next::Retire => unreachable!("handled at the top of the loop"),
+            Next::Retire => unreachable!("handled right after the turn that returned it"),
             // SAFETY: `ctxp` is this worker's context.
             Next::Find => match unsafe { shared.find_work(ctxp) } {
                 Some(found) => found,
@@ -571,6 +564,13 @@ pub(crate) fn run_worker<P: Platform, Q: RunQueue<P>>(
         };
         // SAFETY: `ctxp` is this worker's context.
         next = unsafe { shared.run(ctxp, a, inherit) };
+        if matches!(next, Next::Retire) {
+            // This thread gave the worker away (a blocking call or a
+            // detached unwind): it must not take the worker's timer or IO
+            // turn, whose wakes would go to the slot and queue that its
+            // successor owns now.
+            break WorkerExit::Retired;
+        }
     };
     if exit == WorkerExit::Finished {
         // (A retired thread cleared it in `hand_off`; its successor's
