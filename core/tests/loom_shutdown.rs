@@ -166,6 +166,10 @@ struct Rt<Q> {
     /// Model only: actor 0, when it runs, wakes actor 1 into its worker's
     /// run-next slot (a send to a parked partner).
     partner: bool,
+    /// Model only: actor 0 yields once (`Request::Yield`) before it exits.
+    yields: bool,
+    /// Model only: actor 0 has yielded.
+    yielded: AtomicBool,
 }
 
 fn relax() {
@@ -196,6 +200,8 @@ impl<Q: Queue> Rt<Q> {
             pushed: AtomicBool::new(false),
             finished_after_push: AtomicBool::new(false),
             partner: false,
+            yields: false,
+            yielded: AtomicBool::new(false),
         };
         for a in 0..queued {
             assert!(rt.queue.push(a).is_ok());
@@ -246,7 +252,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::push`, a worker's own push: the queue, then the notify,
     /// which a one-worker runtime skips (its one worker is the caller).
-    // mirror: core/src/sched/worker.rs push cfe9b1f8ff04
+    // mirror: core/src/sched/worker.rs push 4ce193e2cd6b
     fn push(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push_worker(a) {
@@ -257,6 +263,23 @@ impl<Q: Queue> Rt<Q> {
             return;
         }
         self.idle.notify_one();
+    }
+
+    /// `Shared::push_yield`, a yield's push: as `push`, but the notify only
+    /// where a worker is seen asleep without the Dekker fence.
+    // mirror: core/src/sched/worker.rs push_yield babb45eb1a84
+    fn push_yield(&self, a: usize) {
+        let mut a = a;
+        while let Err(back) = self.queue.push_worker(a) {
+            a = back;
+            thread::yield_now();
+        }
+        if self.workers == 1 {
+            return;
+        }
+        if self.idle.may_sleep() {
+            self.idle.notify_one();
+        }
     }
 
     /// `Shared::find_work`: own slot, then the queue.
@@ -277,13 +300,19 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run b550d5f148ea
+    // mirror: core/src/sched/run.rs run 57098448bf94
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, i: usize, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).
         self.state[a].store(RUNNING, Ordering::Relaxed);
+        if self.yields && a == 0 && !self.yielded.swap(true, Ordering::SeqCst) {
+            // `Request::Yield`: runnable again, to the back of the queue.
+            self.state[a].store(RUNNABLE, Ordering::Relaxed);
+            self.push_yield(a);
+            return;
+        }
         if self.partner && a == 0 && self.wake(1) {
             // The actor's send wakes its partner into our slot (`schedule`
             // from a worker).
@@ -558,6 +587,27 @@ fn a_workers_slot_is_left_to_it_and_run() {
             rt.retired[1].load(Ordering::SeqCst),
             1,
             "the partner was stranded"
+        );
+    });
+}
+
+/// Two workers; the queued actor yields once through `push_yield` (no
+/// fenced notify) while the other worker goes idle, the stop racing both.
+/// The other worker may sleep without seeing the push, but nothing is
+/// stranded: the yielder's worker takes it again (or the other, if it saw
+/// it), it retires once, and both workers exit.
+#[test]
+fn a_yield_without_the_fenced_notify_strands_nothing() {
+    model(|| {
+        let mut rt = Rt::<Ring<usize>>::new(2, 1, 0);
+        rt.yields = true;
+        let rt = Arc::new(rt);
+        run_and_stop(rt.clone(), None, false);
+        assert!(rt.yielded.load(Ordering::SeqCst), "the actor never yielded");
+        assert_eq!(
+            rt.retired[0].load(Ordering::SeqCst),
+            1,
+            "the yielder was stranded"
         );
     });
 }

@@ -184,7 +184,8 @@ pub(crate) trait Schedule: Send + Sync {
     fn pop_queued(&self, index: usize) -> Option<Arc<Actor>>;
     /// A direct yield handoff's completion (`H5`): the yielding actor `a`
     /// (`RUNNABLE`, its stack left) goes to the back of the run queue, as
-    /// worker `index`'s loop would queue it.
+    /// worker `index`'s loop queues a yield (`push_yield`: no fenced
+    /// notify; worker `index`, the caller, takes it in turn).
     fn requeue(&self, a: Arc<Actor>, index: usize);
     /// Whether the part of the run queue that worker `index` (the caller)
     /// serves first is empty (a timeslice expiry's test before it lets the

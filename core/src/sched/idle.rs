@@ -96,6 +96,16 @@ impl<F: Futex, L: RawLock> Idle<F, L> {
         self.nsleep.load(Ordering::SeqCst)
     }
 
+    /// Whether a worker may sleep, without the notify's fence: a hint that
+    /// can miss a worker going to sleep right now (it may not see the
+    /// caller's last stores either), for a caller that accepts leaving
+    /// such a worker asleep (`Shared::push_yield`).
+    #[inline]
+    pub fn may_sleep(&self) -> bool {
+        // Relaxed: a hint; nothing is published or acquired through it.
+        self.nsleep.load(Ordering::Relaxed) != 0
+    }
+
     /// Takes `i` off the list if it is still there. Returns `false` if a
     /// notifier took it first: that notifier's wake is in flight.
     fn withdraw(&self, i: usize) -> bool {

@@ -34,7 +34,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             match mem::replace(&mut *a.request.get(), Request::None) {
                 Request::Yield => {
                     a.state.store(RUNNABLE, Ordering::Relaxed);
-                    self.push(a, w);
+                    self.push_yield(a, w);
                     Next::Find
                 }
                 Request::YieldBehind => {

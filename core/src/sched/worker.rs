@@ -34,7 +34,7 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
 
     #[inline]
     fn requeue(&self, a: Arc<Actor>, index: usize) {
-        self.push(a, &self.core.workers[index]);
+        self.push_yield(a, &self.core.workers[index]);
     }
 
     #[inline]
@@ -101,6 +101,34 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// calls [`push_outside`](Self::push_outside)).
     #[inline]
     pub(crate) fn push(&self, a: Arc<Actor>, w: &WorkerShared) {
+        if self.push_own(a, w) && self.core.idle.notify_one() {
+            w.counters.wakeups(1);
+        }
+    }
+
+    /// [`push`](Self::push) of a yield (the yielder, or the run-next actor
+    /// a spent timeslice queues behind it): the idle notify only looks,
+    /// without the Dekker fence, whether a worker sleeps. The fence (a
+    /// locked instruction, most of a two-worker yield's push) is what
+    /// makes a worker that is going to sleep at this moment see the push
+    /// or be seen; skipped, such a worker may sleep while `a` waits in
+    /// the queue. Nothing is lost: the caller serves `w` and is awake, and
+    /// its worker takes `a` (its own part of the queue comes first) before
+    /// it could sleep itself; the cost is that `a` waits for it, as an
+    /// actor in its run-next slot does, instead of waking a sleeper. A
+    /// worker asleep before the push is seen and woken as by `push`.
+    #[inline]
+    pub(crate) fn push_yield(&self, a: Arc<Actor>, w: &WorkerShared) {
+        if self.push_own(a, w) && self.core.idle.may_sleep() && self.core.idle.notify_one() {
+            w.counters.wakeups(1);
+        }
+    }
+
+    /// The queue half of [`push`](Self::push): counts and pushes `a` as
+    /// worker `w`'s; returns whether other workers may need a notify (a
+    /// one-worker runtime's one worker is the caller).
+    #[inline(always)]
+    fn push_own(&self, a: Arc<Actor>, w: &WorkerShared) -> bool {
         let counters = &w.counters;
         // Counted before the push: once pushed, another worker may pop and
         // finish the actor before we would count it, and a snapshot taken
@@ -120,11 +148,9 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 0,
                 "a one-worker runtime's worker pushes awake"
             );
-            return;
+            return false;
         }
-        if self.core.idle.notify_one() {
-            counters.wakeups(1);
-        }
+        true
     }
 
     /// [`push`](Self::push) from a thread that is not (or no longer) a
