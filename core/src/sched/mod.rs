@@ -301,8 +301,9 @@ pub(crate) struct RtCore<P: Platform> {
     /// by workers going to sleep, so it has lines of its own.
     pub(crate) idle: CachePadded<Idle<P, P::Lock>>,
     /// Live actors for dumps: one shard per worker, the last for plain
-    /// threads ([`crate::rt::dump`]).
-    pub(crate) registry: alloc::boxed::Box<[crate::sched::registry::Shard<P::Lock>]>,
+    /// threads ([`crate::rt::dump`]), each under a lock whose unlock is a
+    /// plain store (`sched::registry`).
+    pub(crate) registry: alloc::boxed::Box<[crate::sched::registry::Shard<crate::seam::lock::PollLock<P>>]>,
     pub(crate) workers: alloc::boxed::Box<[WorkerShared]>,
     /// Counters of plain OS threads (outside the workers).
     pub(crate) outside: Counters,
