@@ -1,6 +1,7 @@
 //! The worker loop: scheduling wakes, the run-next slot, finding work (own
-//! queue, stealing, timers), idling, an actor's end, and the worker thread's
-//! body (the module doc's "One worker turn").
+//! queue, stealing, timers), idling, an actor's end, and the loop that
+//! serves one worker (the module doc's "One worker turn"; the thread's body
+//! around it, with its spare duty, is in `blocking`).
 
 #[allow(unused_imports)]
 use super::*;
@@ -452,50 +453,6 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         let reg = a.reg.load(Ordering::Relaxed);
         if reg != crate::actor::UNREGISTERED {
             self.core.registry[(reg >> 32) as usize].remove(a);
-        }
-    }
-}
-
-/// The body of a worker thread: serves worker `index` (taking it over from
-/// a thread inside a blocking call if `took_over`), then, if a blocking
-/// call took it off duty, waits as a spare to take over another worker.
-pub(crate) fn worker_thread<P: Platform, Q: RunQueue<P>>(
-    shared: &Shared<P, Q>,
-    index: usize,
-    took_over: bool,
-) {
-    let mut index = index;
-    let mut took_over = took_over;
-    while run_worker(shared, index, took_over) == WorkerExit::Retired {
-        if P::panicking() {
-            // An unwind on this thread never ended (an actor overflowed its
-            // stack while detached and unwinding): its panic count stays
-            // raised, so it must not run actors again.
-            return;
-        }
-        took_over = true;
-        let spare = Arc::new(Spare {
-            word: AtomicU32::new(0),
-        });
-        {
-            let mut list = shared.core.spares.lock();
-            // Under the lock: `finish` sets `finished` before draining the
-            // list under it, so either it drains us or we see the flag.
-            if shared.core.finished.load(Ordering::SeqCst) {
-                return;
-            }
-            list.push(spare.clone());
-        }
-        loop {
-            // Acquire: pairs with the Release store in `hand_off`/`finish`.
-            match spare.word.load(Ordering::Acquire) {
-                0 => P::wait(&spare.word, 0, None),
-                SPARE_EXIT => return,
-                i => {
-                    index = i as usize - 1;
-                    break;
-                }
-            }
         }
     }
 }
