@@ -250,36 +250,34 @@ impl<Q: Queue> Rt<Q> {
         }
     }
 
-    /// `Shared::push`, a worker's own push: the queue, then the notify,
-    /// which a one-worker runtime skips (its one worker is the caller).
+    /// `Shared::push`, a worker's own push: the queue, then the notify.
     // mirror: core/src/sched/worker.rs push 4ce193e2cd6b
     fn push(&self, a: usize) {
-        let mut a = a;
-        while let Err(back) = self.queue.push_worker(a) {
-            a = back;
-            thread::yield_now();
+        if self.push_own(a) {
+            self.idle.notify_one();
         }
-        if self.workers == 1 {
-            return;
-        }
-        self.idle.notify_one();
     }
 
     /// `Shared::push_yield`, a yield's push: as `push`, but the notify only
     /// where a worker is seen asleep without the Dekker fence.
     // mirror: core/src/sched/worker.rs push_yield babb45eb1a84
     fn push_yield(&self, a: usize) {
+        if self.push_own(a) && self.idle.may_sleep() {
+            self.idle.notify_one();
+        }
+    }
+
+    /// `Shared::push_own`, the queue half of both: pushes `a` (retrying a
+    /// full queue); whether other workers may need a notify (a one-worker
+    /// runtime's one worker is the caller).
+    // mirror: core/src/sched/worker.rs push_own 31a34d8a5417
+    fn push_own(&self, a: usize) -> bool {
         let mut a = a;
         while let Err(back) = self.queue.push_worker(a) {
             a = back;
             thread::yield_now();
         }
-        if self.workers == 1 {
-            return;
-        }
-        if self.idle.may_sleep() {
-            self.idle.notify_one();
-        }
+        self.workers != 1
     }
 
     /// `Shared::find_work`: own slot, then the queue.

@@ -106,7 +106,11 @@ fn stray<P: Platform>(index: Option<usize>, what: &str) -> ! {
 /// for the message.
 #[inline(always)]
 pub(crate) fn check<P: Platform>(w: &WorkerShared, what: &str) {
-    check_ctx(w, ctx::<P>(), what);
+    // The context read stays inside the debug branch: it is an opaque
+    // call that a release build must not pay for nothing.
+    if cfg!(debug_assertions) {
+        check_ctx(w, ctx::<P>(), what);
+    }
 }
 
 /// [`check`] for the thread whose worker context is `c` (null: none).
