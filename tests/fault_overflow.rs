@@ -1,6 +1,9 @@
 //! Stack overflow: an actor that overflows its stack is reported by id and
 //! stack size and the process aborts; a plain thread's overflow still gets
 //! std's report; a fault outside any guard page is not called an overflow.
+//! An actor that opted in to recovery ends alone, also when it overflows
+//! while it unwinds detached (its end's wakes then come from a thread that
+//! gave its worker away).
 //!
 //! Each test re-runs this test binary as a child process with
 //! `SMARM_FAULT_CHILD` naming the body to run (the child crashes, the parent
@@ -226,4 +229,102 @@ fn opted_in_overflow_body() {
     // Both recovered actors are retired (the count drops once each
     // worker is back from its last actor).
     smarm_tests::eventually(10, "no live actors", || rt.live_actors() == 0);
+}
+
+/// What an actor-local value of the dying actor below sends when it drops.
+const NOTICE: u32 = 7;
+
+/// The worker that [`NotifyOnDrop`]'s drop ran as (`current_worker`), set
+/// before it sends.
+static DROPPED_AS: std::sync::Mutex<Option<Option<usize>>> = std::sync::Mutex::new(None);
+
+/// An actor-local value that, when dropped, sends [`NOTICE`] to the address
+/// it holds (a parked actor's mailbox: the send wakes it).
+struct NotifyOnDrop(std::cell::Cell<Option<smarm::Addr<u32>>>);
+
+impl Drop for NotifyOnDrop {
+    fn drop(&mut self) {
+        if let Some(addr) = self.0.take() {
+            *DROPPED_AS.lock().unwrap() = Some(smarm::current_worker());
+            let _ = addr.send(NOTICE);
+        }
+    }
+}
+
+static NOTIFY: smarm::ActorLocal<NotifyOnDrop> =
+    smarm::ActorLocal::new(|| NotifyOnDrop(std::cell::Cell::new(None)));
+
+/// Dropped by a panic's unwind: a blocking call detaches the unwinding
+/// actor (its worker goes to another thread, the unwind goes on here),
+/// then the recursion overflows the stack while detached.
+struct OverflowOnUnwind;
+
+impl Drop for OverflowOnUnwind {
+    fn drop(&mut self) {
+        assert!(std::thread::panicking(), "dropped by the unwind");
+        smarm::blocking(|| ());
+        black_box(recurse(0));
+    }
+}
+
+#[test]
+fn an_overflow_while_detached_wakes_from_outside_the_worker() {
+    child_entry("detached", detached_overflow_body);
+    let out = run_child(
+        "an_overflow_while_detached_wakes_from_outside_the_worker",
+        "detached",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("child: detached returned without crashing"),
+        "the child must run to the end and exit 0:\n{}",
+        describe(&out)
+    );
+}
+
+/// An actor overflows its stack while it unwinds detached, and its end
+/// wakes a parked actor from the thread that gave its worker away: the
+/// overflow leaves the actor's locals to its control block, whose drop (at
+/// the end of `Shared::detached`'s `Overflowed` branch) sends the wake. That
+/// thread must queue the woken actor outside, not in the run-next slot of
+/// the worker it handed off (debug builds abort on that, naming the slot).
+fn detached_overflow_body() {
+    smarm_tests::with_timeout(60, || {
+        let rt = smarm::Runtime::builder()
+            .workers(1)
+            .stack_size(STACK)
+            .build()
+            .expect("runtime");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = rt.spawn_named("deep-unwind", move || {
+            assert!(smarm::recover_overflow(true));
+            // Work-first: the waiter runs at once and parks in `recv` on
+            // the one worker before this actor goes on.
+            let (addr, _waiter) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<u32>| {
+                let _ = tx.send(mb.recv());
+            });
+            NOTIFY.with(|n| n.0.set(Some(addr)));
+            let _deep = OverflowOnUnwind;
+            panic!("unwinding into an overflow");
+        });
+        let e = h.join().unwrap_err();
+        assert!(
+            matches!(&e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
+            "{e}"
+        );
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the parked actor was woken and received the notice");
+        assert_eq!(got.ok(), Some(NOTICE));
+        // Release builds have no serving check: the thread that gave its
+        // worker away must not act as that worker (here, nor in the wake).
+        assert_eq!(
+            *DROPPED_AS.lock().unwrap(),
+            Some(None),
+            "the overflowed actor's locals dropped on a thread still acting as a worker"
+        );
+        // The worker carries on under the thread that took it over.
+        assert_eq!(rt.block_on(|| 41 + 1), 42);
+        smarm_tests::eventually(10, "no live actors", || rt.live_actors() == 0);
+    });
 }
