@@ -3,7 +3,8 @@
 //! std's report; a fault outside any guard page is not called an overflow.
 //! An actor that opted in to recovery ends alone, also when it overflows
 //! while it unwinds detached (its end's wakes then come from a thread that
-//! gave its worker away).
+//! gave its worker away) or attached (the thread, whose panic count stays
+//! raised, gives its worker away).
 //!
 //! Each test re-runs this test binary as a child process with
 //! `SMARM_FAULT_CHILD` naming the body to run (the child crashes, the parent
@@ -324,6 +325,89 @@ fn detached_overflow_body() {
             "the overflowed actor's locals dropped on a thread still acting as a worker"
         );
         // The worker carries on under the thread that took it over.
+        assert_eq!(rt.block_on(|| 41 + 1), 42);
+        smarm_tests::eventually(10, "no live actors", || rt.live_actors() == 0);
+    });
+}
+
+/// Dropped by a panic's unwind on the worker's own thread (nothing in it
+/// parks or blocks, so the actor stays attached): the recursion overflows
+/// the stack in the middle of the unwind.
+struct OverflowInUnwind;
+
+impl Drop for OverflowInUnwind {
+    fn drop(&mut self) {
+        assert!(std::thread::panicking(), "dropped by the unwind");
+        black_box(recurse(0));
+    }
+}
+
+#[test]
+fn an_overflow_in_an_unwind_leaves_later_actors_a_clean_thread() {
+    child_entry("unwind-overflow", unwind_overflow_body);
+    let out = run_child(
+        "an_overflow_in_an_unwind_leaves_later_actors_a_clean_thread",
+        "unwind-overflow",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("child: unwind-overflow returned without crashing"),
+        "the child must run to the end and exit 0:\n{}",
+        describe(&out)
+    );
+}
+
+/// An actor overflows its stack while it unwinds on its worker's thread:
+/// the abandoned unwind leaves that OS thread's panic count raised (std's
+/// `panicking()` stays true there), so every later actor on it would run
+/// as if unwinding (its mutex guards poison, its parks detach, its kills
+/// are absorbed). The thread must hand the worker to another and retire;
+/// the next actors on the one worker run as ever.
+fn unwind_overflow_body() {
+    smarm_tests::with_timeout(60, || {
+        let rt = smarm::Runtime::builder()
+            .workers(1)
+            .stack_size(STACK)
+            .build()
+            .expect("runtime");
+        let h = rt.spawn_named("deep-unwind", || {
+            assert!(smarm::recover_overflow(true));
+            let _deep = OverflowInUnwind;
+            panic!("unwinding into an overflow");
+        });
+        let e = h.join().unwrap_err();
+        assert!(
+            matches!(&e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
+            "{e}"
+        );
+        // The same worker, on whichever thread serves it now. On a thread
+        // that still counts the abandoned panic, std's `panicking()` is
+        // true for every later actor: a `MutexGuard` dropped there poisons
+        // its mutex, a park detaches, a kill is absorbed.
+        let m = std::sync::Arc::new(std::sync::Mutex::new(0u32));
+        let m2 = m.clone();
+        let later = rt.spawn_named("later", move || {
+            *m2.lock().unwrap() += 1;
+            std::thread::panicking()
+        });
+        assert_eq!(
+            later.join().ok(),
+            Some(false),
+            "a later actor runs as if unwinding"
+        );
+        assert!(!m.is_poisoned(), "a later actor's guard poisoned its mutex");
+        assert_eq!(*m.lock().unwrap(), 1);
+        // An actor parked in a receive is killed, and a panic is an
+        // ordinary one, reported to the joiner.
+        let (_addr, parked) = rt.spawn_actor(|mut mb: smarm::Mailbox<u32>| mb.recv().unwrap());
+        parked.actor_ref().kill();
+        let e = parked.join().unwrap_err();
+        assert!(e.is_killed(), "{e}");
+        let e = rt
+            .spawn(|| -> u32 { panic!("an ordinary panic") })
+            .join()
+            .unwrap_err();
+        assert!(e.is_panic(), "{e}");
         assert_eq!(rt.block_on(|| 41 + 1), 42);
         smarm_tests::eventually(10, "no live actors", || rt.live_actors() == 0);
     });

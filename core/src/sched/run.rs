@@ -107,7 +107,9 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // no destructor, and the actor's drop no longer sees it.)
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
                     crate::actor::sanitizer::retired(&a);
-                    self.retire(w, a, wake)
+                    // (`retire` puts the joiner in the slot: `Find`.)
+                    let _find = self.retire(w, a, wake);
+                    self.after_overflow(index)
                 }
                 // Back from a blocking call that ran on the worker (no
                 // thread could take over): a yield.
@@ -118,6 +120,27 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                 }
                 Request::None => P::abort("smarm: an actor switched out without a request"),
             }
+        }
+    }
+
+    /// After an overflow ended an actor on this thread, which still serves
+    /// worker `index`: what next. An overflow in the middle of an unwind
+    /// abandons that unwind, and std's per-thread panic count stays raised
+    /// for good (nothing lowers it but the `catch_unwind` the unwind never
+    /// reaches): `panicking()` would be true for every actor this thread
+    /// runs later, whose mutex guards would then poison, whose parks would
+    /// detach and whose kills would be absorbed as if raised in an unwind.
+    /// So the thread hands the worker to another and retires
+    /// (`worker_thread` ends a retired thread that is still panicking). If
+    /// no thread can take over (the OS refused one), it serves on, as it
+    /// did before the overflow; nothing is lost, but later actors here
+    /// see `panicking()` (docs/overflow.md).
+    #[cold]
+    fn after_overflow(&self, index: usize) -> Next {
+        if P::panicking() && self.hand_off(index) {
+            Next::Retire
+        } else {
+            Next::Find
         }
     }
 
@@ -164,7 +187,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                         self.push_outside(j);
                     }
                     core.blocked.fetch_sub(1, Ordering::SeqCst);
-                    return if handed { Next::Retire } else { Next::Find };
+                    return if handed {
+                        Next::Retire
+                    } else {
+                        self.after_overflow(index)
+                    };
                 }
                 _ => P::abort("smarm: a detached actor switched out without rejoining"),
             }
