@@ -298,7 +298,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run c062442f1530
+    // mirror: core/src/sched/run.rs run 79ea8027c934
     // mirror: core/src/sched/worker.rs retire d654c0d49c47
     // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
     fn run(&self, i: usize, a: usize) {

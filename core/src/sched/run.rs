@@ -107,9 +107,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // no destructor, and the actor's drop no longer sees it.)
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
                     crate::actor::sanitizer::retired(&a);
-                    // (`retire` puts the joiner in the slot: `Find`.)
-                    let _find = self.retire(w, a, wake);
-                    self.after_overflow(index)
+                    match self.retire(w, a, wake) {
+                        Next::Find => self.after_overflow(index),
+                        // (`retire` puts the joiner in the slot: none.)
+                        other => other,
+                    }
                 }
                 // Back from a blocking call that ran on the worker (no
                 // thread could take over): a yield.
