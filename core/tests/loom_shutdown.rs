@@ -151,7 +151,9 @@ struct Rt<Q> {
     idle: Idle<LoomP, FutexLock<LoomP>>,
     shutdown: AtomicBool,
     finished: AtomicBool,
-    live: AtomicUsize,
+    /// The live count's shards: one per worker, then plain threads' (the
+    /// actors of a model start as if spawned from outside).
+    live: Vec<AtomicUsize>,
     sweeps: AtomicUsize,
     /// Every live actor (dump.rs's registry); `wake_parked` takes the
     /// `PARKED` ones.
@@ -190,7 +192,9 @@ impl<Q: Queue> Rt<Q> {
             idle: Idle::new(workers),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
-            live: AtomicUsize::new(n),
+            live: (0..=workers)
+                .map(|s| AtomicUsize::new(if s == workers { n } else { 0 }))
+                .collect(),
             sweeps: AtomicUsize::new(0),
             registry: Mutex::new((0..n).collect()),
             state: (0..n)
@@ -299,8 +303,8 @@ impl<Q: Queue> Rt<Q> {
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
     // mirror: core/src/sched/run.rs run 79ea8027c934
-    // mirror: core/src/sched/worker.rs retire d654c0d49c47
-    // mirror: core/src/sched/worker.rs end_actor 6221705dffd9
+    // mirror: core/src/sched/worker.rs retire 9d539b025402
+    // mirror: core/src/sched/worker.rs end_actor 092220cd1759
     fn run(&self, i: usize, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).
@@ -319,10 +323,18 @@ impl<Q: Queue> Rt<Q> {
         self.state[a].store(DONE, Ordering::Release);
         self.registry.lock().unwrap().retain(|&b| b != a);
         self.retired[a].fetch_add(1, Ordering::SeqCst);
-        let left = self.live.fetch_sub(1, Ordering::SeqCst) - 1;
-        if left == 0 && self.shutdown.load(Ordering::SeqCst) {
+        self.live[i].fetch_sub(1, Ordering::SeqCst);
+        if self.shutdown.load(Ordering::SeqCst) && self.live() == 0 {
             self.idle.notify_all();
         }
+    }
+
+    /// `RtCore::live`: the wrapping sum of the shards.
+    // mirror: core/src/sched/mod.rs live 79ba083a5429
+    fn live(&self) -> usize {
+        self.live
+            .iter()
+            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)))
     }
 
     /// `Shared::wake_parked`: wakes every parked actor into our slot.
@@ -357,14 +369,14 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::idle` without timers or IO (its `sleep_idle` is the futex
     /// sleep when no descriptor is registered). `true`: the worker exits.
-    // mirror: core/src/sched/worker.rs idle a1622fc831b7
+    // mirror: core/src/sched/worker.rs idle 6eb28bf7f1ef
     fn idle(&self, i: usize) -> bool {
         if self.finished.load(Ordering::SeqCst) {
             return true;
         }
         if self.shutdown.load(Ordering::SeqCst) {
             let others_idle = self.idle.sleepers() as usize + 1 >= self.workers;
-            if self.live.load(Ordering::SeqCst) == 0 {
+            if self.live() == 0 {
                 self.finish();
                 return true;
             }
@@ -436,7 +448,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// what is left in the queue and the slots. Asserts conservation.
 /// `flag_first`: the flag is set before the workers start (a smaller state
 /// space: the stop thread races nothing but the joins).
-// mirror: core/src/rt/runtime.rs stop 6337a0cbc49a
+// mirror: core/src/rt/runtime.rs stop 72b8e6cb7707
 fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_first: bool) {
     if flag_first {
         rt.shutdown.store(true, Ordering::SeqCst);
@@ -460,7 +472,7 @@ fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_firs
     if let Some(o) = outside {
         o.join().unwrap();
     }
-    let abandoned = rt.live.load(Ordering::SeqCst);
+    let abandoned = rt.live();
     let mut leftovers: Vec<usize> = Vec::new();
     // After the joins: the worker's own calls are the stop thread's now.
     while let Some(a) = rt.queue.pop_worker() {
@@ -502,7 +514,22 @@ fn queued_actor_vs_shutdown() {
     model(|| {
         let rt = Arc::new(Rt::<Ring<usize>>::new(2, 1, 0));
         run_and_stop(rt.clone(), None, false);
-        assert_eq!(rt.live.load(Ordering::SeqCst), 0);
+        assert_eq!(rt.live(), 0);
+    });
+}
+
+/// Two actors queued, two workers: each may retire one, taking it from
+/// its own shard of the live count (both were counted in the outside
+/// shard), racing the other's retire and the shutdown flag. The sum both
+/// read after their own decrement must reach zero for one of them (or
+/// for an idle worker's look): both workers exit, each actor retired
+/// once.
+#[test]
+fn two_retires_on_two_shards_vs_shutdown() {
+    model(|| {
+        let rt = Arc::new(Rt::<Ring<usize>>::new(2, 2, 0));
+        run_and_stop(rt.clone(), None, false);
+        assert_eq!(rt.live(), 0);
     });
 }
 
@@ -516,7 +543,7 @@ fn one_worker_sweep_displaces_into_the_queue_without_a_notify() {
     model(|| {
         let rt = Arc::new(Rt::<Owned>::new(1, 0, 2));
         run_and_stop(rt.clone(), None, false);
-        assert_eq!(rt.live.load(Ordering::SeqCst), 0, "both woken actors ran");
+        assert_eq!(rt.live(), 0, "both woken actors ran");
     });
 }
 

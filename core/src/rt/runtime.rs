@@ -473,7 +473,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
 
     /// Actors spawned and not yet exited.
     pub fn live_actors(&self) -> usize {
-        self.shared.core.live.load(Ordering::SeqCst)
+        self.shared.core.live()
     }
 
     /// Stops the runtime (see the module doc) and reports what was left.
@@ -519,7 +519,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
                 P::join_thread(t);
             }
         }
-        let abandoned = core.live.load(Ordering::SeqCst);
+        let abandoned = core.live();
         if abandoned > 0 {
             // Actors left parked still point at this runtime (a late wake
             // schedules through it): keep its shared state alive for good.

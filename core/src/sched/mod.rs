@@ -312,10 +312,13 @@ pub(crate) struct RtCore<P: Platform> {
     pub(crate) nodes: NodeDepot<P::Lock>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) finished: AtomicBool,
-    /// Actors spawned and not yet ended: written at every spawn and exit
-    /// (by every worker), so alone on its lines, away from the flags idle
-    /// workers poll while they spin (`finished`).
-    pub(crate) live: CachePadded<AtomicUsize>,
+    /// Actors spawned and not yet ended, in shards: one per worker and
+    /// one for plain threads. A spawn adds one to its spawner's shard, an
+    /// exit takes one from the shard of the worker it ends on, so a shard
+    /// may wrap below zero; only the (wrapping) sum means anything
+    /// ([`RtCore::live`]). Sharded so that spawns and exits on different
+    /// workers do not pass one line between their cores at every actor.
+    pub(crate) live_shards: Box<[CachePadded<AtomicUsize>]>,
     pub(crate) next_id: AtomicU64,
     /// This runtime as a [`Schedule`]: set once by the builder, before any
     /// actor or worker exists.
@@ -376,6 +379,21 @@ fn kick_driver<P: Platform>(arg: *const ()) {
 }
 
 impl<P: Platform> RtCore<P> {
+    /// Actors spawned and not yet ended: the wrapping sum of the shards.
+    ///
+    /// Every update is a SeqCst RMW and every read here a SeqCst load, so
+    /// the sum agrees with causality: an actor's spawn happens before its
+    /// exit, so a read that sees the exit's decrement (in one shard) also
+    /// sees the spawn's increment (in another). Of two exits racing to end
+    /// the last actors, at least one reads both decrements (each reads the
+    /// other's shard after its own RMW, a Dekker pair), so a shutdown that
+    /// waits for zero is told.
+    pub(crate) fn live(&self) -> usize {
+        self.live_shards
+            .iter()
+            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)))
+    }
+
     /// The IO driver if one exists.
     #[inline]
     pub(crate) fn io(&self) -> Option<&io::IoDriver<P>> {

@@ -185,7 +185,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // queue (this thread may own no worker).
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
                     crate::actor::sanitizer::retired(&a);
-                    if let Some(j) = self.end_actor(a, wake) {
+                    if let Some(j) = self.end_actor(a, wake, index) {
                         self.push_outside(j);
                     }
                     core.blocked.fetch_sub(1, Ordering::SeqCst);

@@ -116,10 +116,9 @@ impl<P: Platform> RtCore<P> {
             // while it runs (it is the caller).
             current_actor::<P>().map_or(0, |p| unsafe { (*p).id })
         });
-        // Relaxed: a count; shutdown reads it after the workers' own edges.
-        self.live.fetch_add(1, Ordering::Relaxed);
         if c.is_null() {
             let outside = self.workers.len();
+            self.live_shards[outside].fetch_add(1, Ordering::SeqCst);
             self.outside.shared_spawned(1);
             self.registry[outside].add(outside as u32, &actor);
         } else {
@@ -128,6 +127,7 @@ impl<P: Platform> RtCore<P> {
             if !c.detached {
                 self.workers[c.index].counters.spawned(1);
             }
+            self.live_shards[c.index].fetch_add(1, Ordering::SeqCst);
             self.registry[c.index].add(c.index as u32, &actor);
         }
         actor

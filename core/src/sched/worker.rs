@@ -310,7 +310,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             // decrements this first, so a stale pair errs towards "a
             // blocking call is in flight" (no sweep yet).
             let unwinders = core.unwinders.load(Ordering::SeqCst);
-            if core.live.load(Ordering::SeqCst) == 0 {
+            if core.live() == 0 {
                 self.finish();
                 return true;
             }
@@ -424,7 +424,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// An actor ended (its stack already dealt with): marks it done, drops
     /// the worker's reference, and wakes its joiner into the run-next slot.
     pub(crate) fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Next {
-        if let Some(j) = self.end_actor(a, wake) {
+        if let Some(j) = self.end_actor(a, wake, w.index) {
             self.put_run_next(w, j);
         }
         Next::Find
@@ -433,13 +433,13 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// The bookkeeping of an actor's end, wherever it ended: marks it done,
     /// drops the caller's reference and counts it gone; returns its joiner
     /// if that must now be scheduled.
-    pub(crate) fn end_actor(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Option<Arc<Actor>> {
+    pub(crate) fn end_actor(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>, shard: usize) -> Option<Arc<Actor>> {
         // Release: a joiner never reads it; debugging aid only.
         a.state.store(DONE, Ordering::Release);
         self.unregister(&a);
         drop(a);
-        let left = self.core.live.fetch_sub(1, Ordering::SeqCst) - 1;
-        if left == 0 && self.core.shutdown.load(Ordering::SeqCst) {
+        self.core.live_shards[shard].fetch_sub(1, Ordering::SeqCst);
+        if self.core.shutdown.load(Ordering::SeqCst) && self.core.live() == 0 {
             self.core.idle.notify_all();
         }
         wake.and_then(Actor::wake)
