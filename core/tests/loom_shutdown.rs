@@ -152,8 +152,10 @@ struct Rt<Q> {
     shutdown: AtomicBool,
     finished: AtomicBool,
     /// The live count's shards: one per worker, then plain threads' (the
-    /// actors of a model start as if spawned from outside).
-    live: Vec<AtomicUsize>,
+    /// actors of a model start as if spawned from outside): what each
+    /// spawned, and what ended on each.
+    spawned: Vec<AtomicUsize>,
+    ended: Vec<AtomicUsize>,
     sweeps: AtomicUsize,
     /// Every live actor (dump.rs's registry); `wake_parked` takes the
     /// `PARKED` ones.
@@ -192,9 +194,10 @@ impl<Q: Queue> Rt<Q> {
             idle: Idle::new(workers),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
-            live: (0..=workers)
+            spawned: (0..=workers)
                 .map(|s| AtomicUsize::new(if s == workers { n } else { 0 }))
                 .collect(),
+            ended: (0..=workers).map(|_| AtomicUsize::new(0)).collect(),
             sweeps: AtomicUsize::new(0),
             registry: Mutex::new((0..n).collect()),
             state: (0..n)
@@ -304,7 +307,7 @@ impl<Q: Queue> Rt<Q> {
     /// not, it exits) and retires.
     // mirror: core/src/sched/run.rs run 79ea8027c934
     // mirror: core/src/sched/worker.rs retire 9d539b025402
-    // mirror: core/src/sched/worker.rs end_actor 092220cd1759
+    // mirror: core/src/sched/worker.rs end_actor daff19fbf5e0
     fn run(&self, i: usize, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).
@@ -323,18 +326,36 @@ impl<Q: Queue> Rt<Q> {
         self.state[a].store(DONE, Ordering::Release);
         self.registry.lock().unwrap().retain(|&b| b != a);
         self.retired[a].fetch_add(1, Ordering::SeqCst);
-        self.live[i].fetch_sub(1, Ordering::SeqCst);
+        self.count_end(i);
         if self.shutdown.load(Ordering::SeqCst) && self.live() == 0 {
             self.idle.notify_all();
         }
     }
 
-    /// `RtCore::live`: the wrapping sum of the shards.
-    // mirror: core/src/sched/mod.rs live 79ba083a5429
+    /// `RtCore::count_spawn`.
+    // mirror: core/src/sched/mod.rs count_spawn 54e4e6bb4554
+    fn count_spawn(&self, shard: usize) {
+        self.spawned[shard].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// `RtCore::count_end`.
+    // mirror: core/src/sched/mod.rs count_end 3b356256f2d6
+    fn count_end(&self, shard: usize) {
+        self.ended[shard].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// `RtCore::live`: every shard's ends, then every shard's spawns.
+    // mirror: core/src/sched/mod.rs live 886a3d564937
     fn live(&self) -> usize {
-        self.live
+        let ended = self
+            .ended
             .iter()
-            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)))
+            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)));
+        let spawned = self
+            .spawned
+            .iter()
+            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)));
+        spawned.wrapping_sub(ended)
     }
 
     /// `Shared::wake_parked`: wakes every parked actor into our slot.
@@ -518,17 +539,56 @@ fn queued_actor_vs_shutdown() {
     });
 }
 
-/// Two actors queued, two workers: each may retire one, taking it from
-/// its own shard of the live count (both were counted in the outside
-/// shard), racing the other's retire and the shutdown flag. The sum both
-/// read after their own decrement must reach zero for one of them (or
-/// for an idle worker's look): both workers exit, each actor retired
-/// once.
+/// Two actors queued, two workers: each may retire one, counting its end
+/// in its own shard of the live count (both spawns were counted in the
+/// outside shard), racing the other's retire and the shutdown flag. The
+/// count one of them (or an idle worker) reads after its own end must be
+/// zero: both workers exit, each actor retired once.
 #[test]
 fn two_retires_on_two_shards_vs_shutdown() {
     model(|| {
         let rt = Arc::new(Rt::<Ring<usize>>::new(2, 2, 0));
         run_and_stop(rt.clone(), None, false);
+        assert_eq!(rt.live(), 0);
+    });
+}
+
+/// The live count read while an actor spawns another on worker 0 and
+/// ends there, and the child ends on worker 1 (handed over): each end a
+/// read counts has its spawn counted (ends are read first), so the count
+/// never wraps below zero, whatever the interleaving. Read the other way
+/// round (spawns first), a read between the child's spawn and its end
+/// could count the end alone: one actor less than none.
+#[test]
+fn the_live_count_never_reads_below_zero() {
+    model(|| {
+        // Actor 0 (spawned from outside) runs on worker 0.
+        let rt = Arc::new(Rt::<Ring<usize>>::new(2, 1, 0));
+        let handed = Arc::new(AtomicBool::new(false));
+        let parent = {
+            let (rt, handed) = (rt.clone(), handed.clone());
+            thread::spawn(move || {
+                // It spawns a child, which worker 1 takes, then ends.
+                rt.count_spawn(0);
+                handed.store(true, Ordering::Release);
+                rt.count_end(0);
+            })
+        };
+        let child = {
+            let (rt, handed) = (rt.clone(), handed.clone());
+            thread::spawn(move || {
+                // Acquire: the child runs after its spawn (the queue's
+                // edge in sched).
+                while !handed.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
+                rt.count_end(1);
+            })
+        };
+        let seen = rt.live();
+        assert!(seen <= 2, "the live count read {seen} (below zero, wrapped)");
+        parent.join().unwrap();
+        child.join().unwrap();
         assert_eq!(rt.live(), 0);
     });
 }

@@ -118,7 +118,7 @@ impl<P: Platform> RtCore<P> {
         });
         if c.is_null() {
             let outside = self.workers.len();
-            self.live_shards[outside].fetch_add(1, Ordering::SeqCst);
+            self.count_spawn(outside);
             self.outside.shared_spawned(1);
             self.registry[outside].add(outside as u32, &actor);
         } else {
@@ -127,7 +127,7 @@ impl<P: Platform> RtCore<P> {
             if !c.detached {
                 self.workers[c.index].counters.spawned(1);
             }
-            self.live_shards[c.index].fetch_add(1, Ordering::SeqCst);
+            self.count_spawn(c.index);
             self.registry[c.index].add(c.index as u32, &actor);
         }
         actor

@@ -431,14 +431,20 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     }
 
     /// The bookkeeping of an actor's end, wherever it ended: marks it done,
-    /// drops the caller's reference and counts it gone; returns its joiner
-    /// if that must now be scheduled.
-    pub(crate) fn end_actor(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>, shard: usize) -> Option<Arc<Actor>> {
+    /// drops the caller's reference and counts it gone (in the live count's
+    /// shard `shard`: the worker it ended on); returns its joiner if that
+    /// must now be scheduled.
+    pub(crate) fn end_actor(
+        &self,
+        a: Arc<Actor>,
+        wake: Option<Arc<Actor>>,
+        shard: usize,
+    ) -> Option<Arc<Actor>> {
         // Release: a joiner never reads it; debugging aid only.
         a.state.store(DONE, Ordering::Release);
         self.unregister(&a);
         drop(a);
-        self.core.live_shards[shard].fetch_sub(1, Ordering::SeqCst);
+        self.core.count_end(shard);
         if self.core.shutdown.load(Ordering::SeqCst) && self.core.live() == 0 {
             self.core.idle.notify_all();
         }
