@@ -333,19 +333,19 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `RtCore::count_spawn`.
-    // mirror: core/src/sched/mod.rs count_spawn 54e4e6bb4554
+    // mirror: core/src/sched/live.rs count_spawn 54e4e6bb4554
     fn count_spawn(&self, shard: usize) {
         self.spawned[shard].fetch_add(1, Ordering::SeqCst);
     }
 
     /// `RtCore::count_end`.
-    // mirror: core/src/sched/mod.rs count_end 3b356256f2d6
+    // mirror: core/src/sched/live.rs count_end 3b356256f2d6
     fn count_end(&self, shard: usize) {
         self.ended[shard].fetch_add(1, Ordering::SeqCst);
     }
 
     /// `RtCore::live`: every shard's ends, then every shard's spawns.
-    // mirror: core/src/sched/mod.rs live 886a3d564937
+    // mirror: core/src/sched/live.rs live 886a3d564937
     fn live(&self) -> usize {
         let ended = self
             .ended

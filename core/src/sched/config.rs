@@ -82,7 +82,9 @@ impl<P: Platform> RtCore<P> {
             nodes: NodeDepot::with_budget(workers.max(2), DEPOT_CLASS_BYTES),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
-            live_shards: (0..=workers).map(|_| CachePadded(LiveShard::default())).collect(),
+            live_shards: (0..=workers)
+                .map(|_| CachePadded(live::LiveShard::default()))
+                .collect(),
             next_id: AtomicU64::new(1),
             sched: SchedSlot(RawCell::new(None)),
         }

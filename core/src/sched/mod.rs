@@ -146,6 +146,7 @@ pub mod counters;
 mod handoff;
 pub mod idle;
 pub mod io;
+mod live;
 pub mod local;
 mod monitor;
 mod nodes;
@@ -316,7 +317,7 @@ pub(crate) struct RtCore<P: Platform> {
     /// and one for plain threads, each on lines of its own, so that
     /// spawns and exits on different workers do not pass one line between
     /// their cores at every actor.
-    pub(crate) live_shards: Box<[CachePadded<LiveShard>]>,
+    pub(crate) live_shards: Box<[CachePadded<live::LiveShard>]>,
     pub(crate) next_id: AtomicU64,
     /// This runtime as a [`Schedule`]: set once by the builder, before any
     /// actor or worker exists.
@@ -376,54 +377,7 @@ fn kick_driver<P: Platform>(arg: *const ()) {
     unsafe { (*arg.cast::<io::IoDriver<P>>()).kick() }
 }
 
-/// One shard of the live-actor count: what its worker (or plain threads,
-/// for the last shard) spawned, and what ended on it. Both only grow
-/// (wrapping); an actor is counted in its spawner's `spawned` and in the
-/// `ended` of the worker it ends on, often another.
-#[derive(Default)]
-pub(crate) struct LiveShard {
-    spawned: AtomicUsize,
-    ended: AtomicUsize,
-}
-
 impl<P: Platform> RtCore<P> {
-    /// A spawn from shard `shard` (a worker's index; the workers' count
-    /// for plain threads).
-    #[inline]
-    pub(crate) fn count_spawn(&self, shard: usize) {
-        // SeqCst: see `live`.
-        self.live_shards[shard].spawned.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// An actor's end on worker `shard`.
-    #[inline]
-    pub(crate) fn count_end(&self, shard: usize) {
-        // SeqCst: see `live`.
-        self.live_shards[shard].ended.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Actors spawned and not yet ended: every shard's `ended`, then every
-    /// shard's `spawned`, summed (wrapping). Every update is a SeqCst RMW
-    /// and every read here a SeqCst load, and an actor's spawn happens
-    /// before its end (as a spawn made by an actor happens before that
-    /// actor's own end), so each end this read counts has its spawn
-    /// counted too: the result never dips below zero, and it is at least
-    /// the number of actors alive between the two passes (one alive then
-    /// was spawned before the second pass and ends after the first), so
-    /// zero means none was. Of two ends racing to be the last, the later
-    /// in SeqCst's order reads both (each reads after its own RMW), so a
-    /// shutdown that waits for zero is told.
-    pub(crate) fn live(&self) -> usize {
-        let ended = self
-            .live_shards
-            .iter()
-            .fold(0usize, |sum, s| sum.wrapping_add(s.ended.load(Ordering::SeqCst)));
-        let spawned = self.live_shards.iter().fold(0usize, |sum, s| {
-            sum.wrapping_add(s.spawned.load(Ordering::SeqCst))
-        });
-        spawned.wrapping_sub(ended)
-    }
-
     /// The IO driver if one exists.
     #[inline]
     pub(crate) fn io(&self) -> Option<&io::IoDriver<P>> {
