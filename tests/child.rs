@@ -68,6 +68,20 @@ pub fn run_child_env(test: &str, body: &str, env: &[(&str, &str)]) -> Output {
     }
 }
 
+/// Runs this binary's test `test` as a child with body `body` (and `env`)
+/// and asserts the body ran to its end ([`child_entry`]'s line) and the
+/// child exited 0; returns its output.
+pub fn expect_child_passes(test: &str, body: &str, env: &[(&str, &str)]) -> Output {
+    let out = run_child_env(test, body, env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains(&format!("child: {body} returned without crashing")),
+        "the child `{body}` must run to the end and exit 0:\n{}",
+        describe(&out)
+    );
+    out
+}
+
 /// `None` if the kernel runs this binary itself; else the emulator command
 /// to start it with. Probed once by running `--list`: under qemu-user the
 /// exec of a foreign binary fails in the child (exit 127, no output: qemu

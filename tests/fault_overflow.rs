@@ -20,7 +20,7 @@ use std::os::unix::process::ExitStatusExt;
 use smarm_tests::smarm;
 
 mod child;
-use child::{child_entry, describe, run_child, run_child_env};
+use child::{child_entry, describe, expect_child_passes, run_child, run_child_env};
 
 /// The actors' stack size in the child bodies (a multiple of every page
 /// size: 4 KiB, 16 KiB on Apple silicon, 64 KiB).
@@ -34,6 +34,23 @@ fn recurse(depth: u64) -> u64 {
         return 0;
     }
     recurse(depth + 1).wrapping_add(frame[(depth % 512) as usize] as u64)
+}
+
+/// A one-worker runtime whose actors have [`STACK`]-sized stacks.
+fn one_worker() -> smarm::Runtime {
+    smarm::Runtime::builder()
+        .workers(1)
+        .stack_size(STACK)
+        .build()
+        .expect("runtime")
+}
+
+/// Asserts that `e` says its actor overflowed a [`STACK`]-sized stack.
+fn assert_overflowed(e: &smarm::JoinError) {
+    assert!(
+        matches!(e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
+        "{e}"
+    );
 }
 
 /// The id the child printed as `child: actor id N`.
@@ -57,11 +74,7 @@ fn actor_overflow_is_reported_and_aborts() {
 fn actor_overflow_is_reported(env: &[(&str, &str)], guard: &str) {
     child_entry("actor", || {
         eprintln!("child: guard {:?}", smarm::stack_guard());
-        let rt = smarm::Runtime::builder()
-            .workers(1)
-            .stack_size(STACK)
-            .build()
-            .expect("runtime");
+        let rt = one_worker();
         let h = rt.spawn_named("deep", || {
             eprintln!("child: actor id {}", smarm::current_id().expect("in an actor"));
             recurse(0)
@@ -192,21 +205,14 @@ fn an_opted_in_overflow_ends_only_that_actor() {
 
 fn opted_in_overflow_body() {
     // In-process: the runtime, its worker and the other actors carry on.
-    let rt = smarm::Runtime::builder()
-        .workers(1)
-        .stack_size(STACK)
-        .build()
-        .expect("runtime");
+    let rt = one_worker();
     let (addr, h) = rt.spawn_actor_named("deep", |_mb: smarm::Mailbox<u32>| {
         assert!(smarm::recover_overflow(true));
         recurse(0)
     });
     let monitor = h.actor_ref().monitor();
     let e = h.join().unwrap_err();
-    assert!(
-        matches!(&e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
-        "{e}"
-    );
+    assert_overflowed(&e);
     assert_eq!(e.name(), Some("deep"));
     assert_eq!(
         monitor.recv().map(|d| d.reason),
@@ -271,15 +277,10 @@ impl Drop for OverflowOnUnwind {
 #[test]
 fn an_overflow_while_detached_wakes_from_outside_the_worker() {
     child_entry("detached", detached_overflow_body);
-    let out = run_child(
+    expect_child_passes(
         "an_overflow_while_detached_wakes_from_outside_the_worker",
         "detached",
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.contains("child: detached returned without crashing"),
-        "the child must run to the end and exit 0:\n{}",
-        describe(&out)
+        &[],
     );
 }
 
@@ -291,11 +292,7 @@ fn an_overflow_while_detached_wakes_from_outside_the_worker() {
 /// the worker it handed off (debug builds abort on that, naming the slot).
 fn detached_overflow_body() {
     smarm_tests::with_timeout(60, || {
-        let rt = smarm::Runtime::builder()
-            .workers(1)
-            .stack_size(STACK)
-            .build()
-            .expect("runtime");
+        let rt = one_worker();
         let (tx, rx) = std::sync::mpsc::channel();
         let h = rt.spawn_named("deep-unwind", move || {
             assert!(smarm::recover_overflow(true));
@@ -309,10 +306,7 @@ fn detached_overflow_body() {
             panic!("unwinding into an overflow");
         });
         let e = h.join().unwrap_err();
-        assert!(
-            matches!(&e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
-            "{e}"
-        );
+        assert_overflowed(&e);
         let got = rx
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("the parked actor was woken and received the notice");
@@ -345,15 +339,10 @@ impl Drop for OverflowInUnwind {
 #[test]
 fn an_overflow_in_an_unwind_leaves_later_actors_a_clean_thread() {
     child_entry("unwind-overflow", unwind_overflow_body);
-    let out = run_child(
+    expect_child_passes(
         "an_overflow_in_an_unwind_leaves_later_actors_a_clean_thread",
         "unwind-overflow",
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.contains("child: unwind-overflow returned without crashing"),
-        "the child must run to the end and exit 0:\n{}",
-        describe(&out)
+        &[],
     );
 }
 
@@ -365,21 +354,14 @@ fn an_overflow_in_an_unwind_leaves_later_actors_a_clean_thread() {
 /// the next actors on the one worker run as ever.
 fn unwind_overflow_body() {
     smarm_tests::with_timeout(60, || {
-        let rt = smarm::Runtime::builder()
-            .workers(1)
-            .stack_size(STACK)
-            .build()
-            .expect("runtime");
+        let rt = one_worker();
         let h = rt.spawn_named("deep-unwind", || {
             assert!(smarm::recover_overflow(true));
             let _deep = OverflowInUnwind;
             panic!("unwinding into an overflow");
         });
         let e = h.join().unwrap_err();
-        assert!(
-            matches!(&e, smarm::JoinError::StackOverflow { stack_size, .. } if *stack_size == STACK),
-            "{e}"
-        );
+        assert_overflowed(&e);
         // The same worker, on whichever thread serves it now. On a thread
         // that still counts the abandoned panic, std's `panicking()` is
         // true for every later actor: a `MutexGuard` dropped there poisons

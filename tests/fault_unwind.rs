@@ -20,23 +20,7 @@ use smarm_tests::smarm::{self, Down, ExitReason, Mailbox, Runtime};
 use smarm_tests::{eventually, with_timeout};
 
 mod child;
-use child::{child_entry, describe};
-
-/// Runs `test`'s body `body` in a child and asserts it ran to the end.
-fn expect_child_passes(test: &str, body: &str) {
-    expect_child_passes_env(test, body, &[]);
-}
-
-/// [`expect_child_passes`] with extra environment variables for the child.
-fn expect_child_passes_env(test: &str, body: &str, env: &[(&str, &str)]) {
-    let out = child::run_child_env(test, body, env);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.contains(&format!("child: {body} returned without crashing")),
-        "the child `{body}` must run to the end and exit 0:\n{}",
-        describe(&out)
-    );
-}
+use child::{child_entry, expect_child_passes};
 
 /// Spins until `flag` is set (no safe point: the caller is "running").
 fn spin_until(flag: &AtomicBool) {
@@ -103,6 +87,7 @@ fn a_kill_pending_at_a_blocking_call_unwinds_before_it() {
     expect_child_passes(
         "a_kill_pending_at_a_blocking_call_unwinds_before_it",
         "kill_blocking",
+        &[],
     );
 }
 
@@ -123,7 +108,11 @@ fn a_kill_inside_a_blocking_call_shows_after_it() {
         assert!(h.join().unwrap_err().is_killed());
         assert_eq!(rt.block_on(|| 3), 3);
     });
-    expect_child_passes("a_kill_inside_a_blocking_call_shows_after_it", "kill_in_blocking");
+    expect_child_passes(
+        "a_kill_inside_a_blocking_call_shows_after_it",
+        "kill_in_blocking",
+        &[],
+    );
 }
 
 #[test]
@@ -157,6 +146,7 @@ fn exit_hooks_of_a_killed_actor_that_returned_run_to_the_end() {
     expect_child_passes(
         "exit_hooks_of_a_killed_actor_that_returned_run_to_the_end",
         "kill_then_return",
+        &[],
     );
 }
 
@@ -207,6 +197,7 @@ fn a_kill_during_a_panics_unwind_lets_the_destructor_finish() {
     expect_child_passes(
         "a_kill_during_a_panics_unwind_lets_the_destructor_finish",
         "kill_during_unwind",
+        &[],
     );
 }
 
@@ -239,7 +230,7 @@ fn a_killed_actors_destructor_waits_too() {
         assert!(h.join().unwrap_err().is_killed());
         assert_eq!(got.load(Ordering::SeqCst), 4);
     });
-    expect_child_passes("a_killed_actors_destructor_waits_too", "kill_wait");
+    expect_child_passes("a_killed_actors_destructor_waits_too", "kill_wait", &[]);
 }
 
 /// A destructor that waits until `release` (recording that it began).
@@ -581,7 +572,7 @@ fn at_the_map_limit_spawn_fails_and_the_process_still_works() {
             return;
         }
     }
-    expect_child_passes_env(
+    expect_child_passes(
         "at_the_map_limit_spawn_fails_and_the_process_still_works",
         "map_limit",
         &[(smarm::STACK_GUARD_ENV, "mapping")],

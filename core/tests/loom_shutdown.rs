@@ -305,8 +305,8 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run 79ea8027c934
-    // mirror: core/src/sched/worker.rs retire 9d539b025402
+    // mirror: core/src/sched/run.rs run 9ce543caf826
+    // mirror: core/src/sched/worker.rs retire 88e681dfec77
     // mirror: core/src/sched/worker.rs end_actor daff19fbf5e0
     fn run(&self, i: usize, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
@@ -345,17 +345,16 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `RtCore::live`: every shard's ends, then every shard's spawns.
-    // mirror: core/src/sched/live.rs live 886a3d564937
+    // mirror: core/src/sched/live.rs live 02cf8013ffbd
     fn live(&self) -> usize {
-        let ended = self
-            .ended
-            .iter()
-            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)));
-        let spawned = self
-            .spawned
-            .iter()
-            .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)));
-        spawned.wrapping_sub(ended)
+        let sum = |count: &[AtomicUsize]| {
+            count
+                .iter()
+                .fold(0usize, |sum, s| sum.wrapping_add(s.load(Ordering::SeqCst)))
+        };
+        // In this order (see `RtCore::live`).
+        let ended = sum(&self.ended);
+        sum(&self.spawned).wrapping_sub(ended)
     }
 
     /// `Shared::wake_parked`: wakes every parked actor into our slot.
@@ -527,16 +526,22 @@ fn run_and_stop<Q: Queue>(rt: Arc<Rt<Q>>, outside: Option<fn(&Rt<Q>)>, flag_firs
     );
 }
 
+/// `queued` actors queued on two workers, run to their end as the runtime
+/// stops: every worker exits, each actor retired once, none left live.
+fn queued_vs_shutdown(queued: usize) {
+    model(move || {
+        let rt = Arc::new(Rt::<Ring<usize>>::new(2, queued, 0));
+        run_and_stop(rt.clone(), None, false);
+        assert_eq!(rt.live(), 0);
+    });
+}
+
 /// One actor queued, two workers: the last retire races the other worker
 /// going idle and the shutdown flag; both workers must exit, the actor
 /// retired once.
 #[test]
 fn queued_actor_vs_shutdown() {
-    model(|| {
-        let rt = Arc::new(Rt::<Ring<usize>>::new(2, 1, 0));
-        run_and_stop(rt.clone(), None, false);
-        assert_eq!(rt.live(), 0);
-    });
+    queued_vs_shutdown(1);
 }
 
 /// Two actors queued, two workers: each may retire one, counting its end
@@ -546,11 +551,7 @@ fn queued_actor_vs_shutdown() {
 /// zero: both workers exit, each actor retired once.
 #[test]
 fn two_retires_on_two_shards_vs_shutdown() {
-    model(|| {
-        let rt = Arc::new(Rt::<Ring<usize>>::new(2, 2, 0));
-        run_and_stop(rt.clone(), None, false);
-        assert_eq!(rt.live(), 0);
-    });
+    queued_vs_shutdown(2);
 }
 
 /// The live count read while an actor spawns another on worker 0 and

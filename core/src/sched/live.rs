@@ -44,13 +44,13 @@ impl<P: Platform> RtCore<P> {
     /// in SeqCst's order reads both (each reads after its own RMW), so a
     /// shutdown that waits for zero is told.
     pub(crate) fn live(&self) -> usize {
-        let ended = self
-            .live_shards
-            .iter()
-            .fold(0usize, |sum, s| sum.wrapping_add(s.ended.load(Ordering::SeqCst)));
-        let spawned = self.live_shards.iter().fold(0usize, |sum, s| {
-            sum.wrapping_add(s.spawned.load(Ordering::SeqCst))
-        });
-        spawned.wrapping_sub(ended)
+        let sum = |count: fn(&LiveShard) -> &AtomicUsize| {
+            self.live_shards
+                .iter()
+                .fold(0usize, |sum, s| sum.wrapping_add(count(s).load(Ordering::SeqCst)))
+        };
+        // In this order (see above).
+        let ended = sum(|s| &s.ended);
+        sum(|s| &s.spawned).wrapping_sub(ended)
     }
 }

@@ -74,7 +74,8 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     if let Some(stack) = (*a.stack.get()).take() {
                         self.core.pool.put(&mut (*ctx).stacks, stack);
                     }
-                    self.retire(w, a, wake)
+                    self.retire(w, a, wake);
+                    Next::Find
                 }
                 Request::Block => {
                     self.core.blocked.fetch_add(1, Ordering::SeqCst);
@@ -107,11 +108,8 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     // no destructor, and the actor's drop no longer sees it.)
                     let _leaked: Option<RawStack> = (*a.stack.get()).take();
                     crate::actor::sanitizer::retired(&a);
-                    match self.retire(w, a, wake) {
-                        Next::Find => self.after_overflow(index),
-                        // (`retire` puts the joiner in the slot: none.)
-                        other => other,
-                    }
+                    self.retire(w, a, wake);
+                    self.after_overflow(index)
                 }
                 // Back from a blocking call that ran on the worker (no
                 // thread could take over): a yield.

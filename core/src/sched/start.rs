@@ -116,20 +116,21 @@ impl<P: Platform> RtCore<P> {
             // while it runs (it is the caller).
             current_actor::<P>().map_or(0, |p| unsafe { (*p).id })
         });
-        if c.is_null() {
-            let outside = self.workers.len();
-            self.count_spawn(outside);
+        // The spawner's shard of the live count and of the registry: its
+        // worker's, or the plain threads' (the last).
+        let shard = if c.is_null() {
             self.outside.shared_spawned(1);
-            self.registry[outside].add(outside as u32, &actor);
+            self.workers.len()
         } else {
             // SAFETY: contract, as in `reserve`.
             let c = unsafe { &*c };
             if !c.detached {
                 self.workers[c.index].counters.spawned(1);
             }
-            self.count_spawn(c.index);
-            self.registry[c.index].add(c.index as u32, &actor);
-        }
+            c.index
+        };
+        self.count_spawn(shard);
+        self.registry[shard].add(shard as u32, &actor);
         actor
     }
 }

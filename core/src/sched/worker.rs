@@ -423,11 +423,10 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
 
     /// An actor ended (its stack already dealt with): marks it done, drops
     /// the worker's reference, and wakes its joiner into the run-next slot.
-    pub(crate) fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) -> Next {
+    pub(crate) fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) {
         if let Some(j) = self.end_actor(a, wake, w.index) {
             self.put_run_next(w, j);
         }
-        Next::Find
     }
 
     /// The bookkeeping of an actor's end, wherever it ended: marks it done,
