@@ -274,6 +274,44 @@ fn checkpoint_yields_only_with_timeslices_on() {
     });
 }
 
+/// With timeslices off, an actor that a yield hands over to straight from
+/// the run queue (fresh, so the loop starts it) runs with no slice either:
+/// its checkpoints never yield. (A handoff once stamped it a fresh slice
+/// unconditionally, which with slices off is a slice of zero cycles: every
+/// later safe point on the worker yielded.)
+#[test]
+fn timeslices_stay_off_for_an_actor_a_yield_hands_over_to() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
+        let (queued, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let yielder = {
+            let (queued, started) = (queued.clone(), started.clone());
+            // Yields until the other actor has started: each yield with it
+            // queued hands over to it.
+            rt.spawn(move || {
+                while !queued.load(Ordering::SeqCst) || !started.load(Ordering::SeqCst) {
+                    smarm::yield_now();
+                }
+            })
+        };
+        let worker = {
+            let started = started.clone();
+            rt.spawn(move || {
+                started.store(true, Ordering::SeqCst);
+                for _ in 0..2_000 {
+                    black_box(work(CHUNK));
+                    smarm::checkpoint();
+                }
+            })
+        };
+        queued.store(true, Ordering::SeqCst);
+        worker.join().unwrap();
+        yielder.join().unwrap();
+        let c = rt.counters().total();
+        assert_eq!(c.timeslice_expiries, 0, "slices are off: {c}");
+    });
+}
+
 /// A ping-pong pair on `rt` that counts exchanges until `stop` is set.
 fn counting_pair(rt: &Runtime, count: &Arc<AtomicU64>, stop: &Arc<AtomicBool>) -> [smarm::JoinHandle<()>; 2] {
     let (c, s) = (count.clone(), stop.clone());

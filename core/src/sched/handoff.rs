@@ -235,9 +235,12 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
             if !inherit {
                 // From the queue: the loop's next turn takes the slot first
                 // (streak 0) and the actor starts a fresh slice, as a pop
-                // would have given it.
+                // would have given it (`enter`'s stamp: only with
+                // timeslices on; off, `u64::MAX` must stay).
                 (*c).streak = 0;
-                (*c).slice_end = 0;
+                if (*c).slice_cycles != 0 {
+                    (*c).slice_end = 0;
+                }
             }
             return None;
         }
