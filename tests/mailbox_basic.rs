@@ -239,3 +239,73 @@ fn ping_pong_pair_does_not_starve_a_queued_actor_with_timeslices() {
         );
     });
 }
+
+/// One worker: an actor that wakes several receivers leaves the last in its
+/// run-next slot and the others queued; when it parks and then parks again
+/// with the slot empty, each park switches straight to the queue's oldest
+/// (the direct handoff), in the order the loop would have run them. A
+/// broker sends a round to `K` receivers, then waits for their `K` acks.
+#[cfg(not(feature = "sim"))]
+#[test]
+fn a_park_with_the_slot_empty_hands_over_to_the_queues_oldest() {
+    const K: usize = 8;
+    const ROUNDS: usize = 500;
+    const STOP: usize = usize::MAX;
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (addrs, hs): (Vec<_>, Vec<_>) = (0..K)
+            .map(|id| {
+                let log = log.clone();
+                rt.spawn_actor(move |mut mb: Mailbox<(usize, Addr<usize>)>| loop {
+                    let (round, back) = mb.recv().unwrap();
+                    if round == STOP {
+                        return;
+                    }
+                    log.lock().unwrap().push(id);
+                    back.send(id).unwrap();
+                })
+            })
+            .unzip();
+        let before = rt.counters().total();
+        let (_broker, hb) = rt.spawn_actor(move |mut mb: Mailbox<usize>| {
+            let me = mb.addr();
+            for round in 0..ROUNDS {
+                for a in &addrs {
+                    a.send((round, me.clone())).unwrap();
+                }
+                for _ in 0..K {
+                    mb.recv().unwrap();
+                }
+            }
+            for a in &addrs {
+                a.send((STOP, me.clone())).unwrap();
+            }
+        });
+        hb.join().unwrap();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let c = rt.counters().total();
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), K * ROUNDS);
+        // The last woken runs first (the slot), then the queue in order.
+        let expect: Vec<usize> = [K - 1].into_iter().chain(0..K - 1).collect();
+        for (round, got) in log.chunks(K).enumerate().skip(1) {
+            assert_eq!(got, &expect[..], "round {round}");
+        }
+        // Two turns per ack; all but the loop's periodic turn (one in
+        // `TIMER_CHECK_TURNS`) switch actor to actor. Through the loop, the
+        // broker's parks with the slot empty (seven in eight) would not:
+        // about 9 of 16.
+        let (switches, direct) = (
+            c.switches - before.switches,
+            c.direct_switches - before.direct_switches,
+        );
+        assert!(switches >= (2 * K * ROUNDS) as u64, "{switches} switches: {c}");
+        assert!(
+            direct * 4 >= switches * 3,
+            "{direct} of {switches} switches direct: {c}"
+        );
+    });
+}

@@ -34,6 +34,10 @@ pub struct CounterSnapshot {
     pub parks: u64,
     /// Context switches into actors.
     pub switches: u64,
+    /// Of those, switches straight from one actor to the next (a park or a
+    /// yield that handed its worker's turn over without a pass through the
+    /// worker loop: the direct handoff).
+    pub direct_switches: u64,
     /// Actors spawned.
     pub spawned: u64,
     /// Timers that fired (woke a sleeper or ended a timed wait).
@@ -69,6 +73,7 @@ impl AddAssign for CounterSnapshot {
         self.wakeups += o.wakeups;
         self.parks += o.parks;
         self.switches += o.switches;
+        self.direct_switches += o.direct_switches;
         self.spawned += o.spawned;
         self.timer_fires += o.timer_fires;
         self.io_events += o.io_events;
@@ -83,7 +88,8 @@ impl fmt::Display for CounterSnapshot {
         write!(
             f,
             "enqueued={} dequeued={} depth(mean={:.2} peak={}) run_next={} \
-             wakeups={} parks={} switches={} spawned={} timer_fires={} io_events={} \
+             wakeups={} parks={} switches={} direct_switches={} spawned={} timer_fires={} \
+             io_events={} \
              timeslice_expiries={} blocking_handoffs={} long_holds={}",
             self.enqueued,
             self.dequeued,
@@ -93,6 +99,7 @@ impl fmt::Display for CounterSnapshot {
             self.wakeups,
             self.parks,
             self.switches,
+            self.direct_switches,
             self.spawned,
             self.timer_fires,
             self.io_events,
@@ -115,6 +122,7 @@ macro_rules! fields {
             wakeups,
             parks,
             switches,
+            direct_switches,
             spawned,
             timer_fires,
             io_events,

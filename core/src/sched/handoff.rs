@@ -1,10 +1,11 @@
-//! Direct handoff: an actor that parks while its worker's run-next slot
-//! holds the actor to run next switches straight to it, stack to stack,
-//! instead of through the worker's stack and loop. The worker's bookkeeping
-//! around a turn ([`RtCore::enter`], [`RtCore::leave`]) runs on the actors'
-//! stacks, and the park's state change ([`park_switched`]) on the stack of
-//! the actor switched to, once the parking actor's stack is no longer in
-//! use — exactly as the worker would do it after switching back.
+//! Direct handoff: an actor that parks switches straight to the actor its
+//! worker would run next (the run-next slot's, or else the run queue's
+//! oldest), stack to stack, instead of through the worker's stack and loop.
+//! The worker's bookkeeping around a turn ([`RtCore::enter`],
+//! [`RtCore::leave`]) runs on the actors' stacks, and the park's state
+//! change ([`park_switched`]) on the stack of the actor switched to, once
+//! the parking actor's stack is no longer in use — exactly as the worker
+//! would do it after switching back.
 //!
 //! # Why
 //!
@@ -13,6 +14,9 @@
 //! loop; with the handoff it is two switches (A → B → A). The ping-pong
 //! shape — wake the receiver into the run-next slot, then park on one's
 //! own receive — is the common one (request/reply, actor pairs, rings).
+//! When the slot is empty (an actor woke several, so all but the last wait
+//! in the queue: a broker's replies, a fan-out), the park hands over to the
+//! queue's oldest the same way.
 //!
 //! A yield hands over too: the loop would queue the yielder and run its
 //! run-next actor, or else the run queue's oldest, so the yielder switches
@@ -28,10 +32,10 @@
 //!    allows another (timeslices off), B has run before (a fresh one
 //!    starts in its entry, which has no handoff path: it goes to the empty
 //!    slot and the loop starts it);
-//! 2. `H2` take B from the slot (only this thread takes from it); a
-//!    yield with the slot empty pops B from the run queue instead
+//! 2. `H2` take B from the slot (only this thread takes from it); with the
+//!    slot empty, pop B from the run queue instead, as the loop would
 //!    ([`Schedule::pop_queued`], counted as the loop's pop), and B gets a
-//!    fresh timeslice as a popped actor does;
+//!    fresh timeslice as a popped actor does (with timeslices on);
 //! 3. `H3` the turn's bookkeeping: [`RtCore::leave`] for A (samples,
 //!    counters), [`RtCore::enter`] for B (`RUNNING`, cancellation at
 //!    shutdown, the inherited slice, samples, `current`); the worker's
@@ -167,19 +171,18 @@ pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
 }
 
 /// `H1`–`H4` for the running actor `me`, which is about to switch out to
-/// park (`yielding == false`) or to yield: switches straight to the actor
-/// its worker would run next, if a handoff may happen. `Some(back)`: it
-/// did, and `me` has since been resumed (by its worker or by another
-/// handoff), `back` being what its switch returned; `None`: no handoff,
-/// switch out as usual.
+/// park or to yield: switches straight to the actor its worker would run
+/// next, if a handoff may happen. `Some(back)`: it did, and `me` has since
+/// been resumed (by its worker or by another handoff), `back` being what
+/// its switch returned; `None`: no handoff, switch out as usual.
 ///
 /// # Safety
 ///
 /// `me` is the calling (running) actor, not unwinding, with
-/// `Request::Park` (or, `yielding`, `Request::Yield`) stored; it must pass
-/// `back` to [`after_resume`].
+/// `Request::Park` (or `Request::Yield`, `Request::YieldBehind`) stored; it
+/// must pass `back` to [`after_resume`].
 #[inline]
-pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> Option<*mut u8> {
+pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
     let c = ctx::<P>();
     // SAFETY: a non-null context is this thread's live worker context,
     // running `me` (its `running` and `current`); see the module doc for
@@ -190,9 +193,6 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
             return None;
         }
         let capped = (*c).slice_cycles == 0 && (*c).streak >= RUN_NEXT_CAP;
-        if capped && !yielding {
-            return None;
-        }
         if P::SEEDED_SCHEDULE {
             // The deterministic port: a scheduling point, and the seeded
             // policy decides whether this turn is a handoff.
@@ -206,8 +206,8 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
         // H2: whom the worker loop would run next ([`Shared::find_work`]).
         let (b, inherit) = if !w.run_next.peek().is_null() {
             if capped {
-                // The loop serves the queue first now; a yield that found
-                // the queue empty would run the slot's actor without the
+                // The loop serves the queue first now; one that found the
+                // queue empty would run the slot's actor without the
                 // slice: rare, left to the loop.
                 return None;
             }
@@ -218,14 +218,12 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
                 return None;
             }
             (b, true)
-        } else if yielding {
+        } else {
             // The queue's oldest, as the loop takes it.
             match (*me).rt.as_ref().pop_queued((*c).index) {
                 Some(b) => (Arc::into_raw(b).cast_mut(), false),
                 None => return None,
             }
-        } else {
-            return None;
         };
         if (*(*b).entry.get()).is_some() {
             // Fresh: it starts in its entry, which has no handoff path.
@@ -247,6 +245,7 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor, yielding: bool) -> O
         // H3. The loop's own counts for the turn (the queue's pop counted
         // itself).
         (*c).timer_turns -= 1;
+        w.counters.direct_switches(1);
         if inherit {
             (*c).streak += 1;
             w.counters.run_next(1);

@@ -15,12 +15,11 @@ pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::sched::local::check_switch(me);
-        let yielding = matches!(req, Request::Yield | Request::YieldBehind);
-        let may_hand = yielding || matches!(req, Request::Park);
+        let may_hand = matches!(req, Request::Yield | Request::YieldBehind | Request::Park);
         *(*me).request.get() = req;
         if may_hand {
             // Straight to the actor the worker would run next, if it may be.
-            if let Some(back) = handoff::<P>(me, yielding) {
+            if let Some(back) = handoff::<P>(me) {
                 after_resume::<P>(me, back);
                 return;
             }
