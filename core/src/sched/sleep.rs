@@ -81,29 +81,40 @@ pub fn sleep_until_ns<P: Platform>(deadline: u64) {
         }
         return;
     };
-    if unwinding::<P>() || P::now_ns() >= deadline {
-        return;
-    }
-    // SAFETY: `me` is the running actor, alive while it runs; the entry
-    // takes one more reference for the timer's wake.
-    let me_arc = unsafe {
-        Arc::increment_strong_count(me);
-        Arc::from_raw(me)
-    };
-    // The entry is the sleep's only registration: the timer wakes us.
-    let poke = PokeWith(me_arc, |a: &Arc<Actor>| {
-        if let Some(a) = a.clone().wake() {
-            schedule(a);
+    loop {
+        if unwinding::<P>() || P::now_ns() >= deadline {
+            return;
         }
-    });
-    let Some(armed) = arm::<P>(deadline, poke) else {
-        return;
-    };
-    while !armed.has_fired() {
-        park::<P>(crate::actor::WAIT_TIMER);
+        // SAFETY: `me` is the running actor, alive while it runs; the entry
+        // takes one more reference for the timer's wake.
+        let me_arc = unsafe {
+            Arc::increment_strong_count(me);
+            Arc::from_raw(me)
+        };
+        // The entry is the sleep's only registration: the timer wakes us.
+        let poke = PokeWith(me_arc, |a: &Arc<Actor>| {
+            if let Some(a) = a.clone().wake() {
+                schedule(a);
+            }
+        });
+        let Some(armed) = arm::<P>(deadline, poke) else {
+            return;
+        };
+        while !armed.has_fired() {
+            park::<P>(crate::actor::WAIT_TIMER);
+        }
+        // Returns once the poke has returned (the Drop waits for FIRED).
+        drop(armed);
+        if P::now_ns() >= deadline {
+            return;
+        }
+        // Fired before its deadline: only a shutdown does that (`idle`
+        // fires every timer so that sleepers resume and are cancelled).
+        // If it fired before we parked, no resume point ran: a yield's
+        // does (the resume saw the shutdown and cancels us); were the
+        // shutdown not seen yet, we sleep on.
+        yield_now::<P>();
     }
-    // Returns once the poke has returned (the Drop waits for FIRED).
-    drop(armed);
 }
 
 /// Sleeps for `d`: an actor parks (its worker runs others; a timer wakes
