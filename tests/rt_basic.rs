@@ -387,6 +387,41 @@ fn the_whole_spawn_family_inside_an_actor() {
     });
 }
 
+/// A spawn from an actor switches straight into the child (the direct
+/// handoff: no pass through the worker loop), work-first as before: the
+/// child runs first, and its spawner resumes from the run-next slot.
+#[cfg(not(feature = "sim"))]
+#[test]
+fn a_spawn_switches_straight_into_the_child() {
+    const N: usize = 200;
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let before = rt.counters().total();
+        let log = rt.block_on(|| {
+            let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+            for i in 0..N {
+                let l = log.clone();
+                let h = smarm::spawn(move || l.lock().unwrap().push(2 * i));
+                log.lock().unwrap().push(2 * i + 1);
+                h.join().unwrap();
+            }
+            let log = log.lock().unwrap();
+            log.clone()
+        });
+        // Each child ran before its spawner went on.
+        assert_eq!(log, (0..2 * N).collect::<Vec<_>>());
+        let c = rt.counters().total();
+        let direct = c.direct_switches - before.direct_switches;
+        assert_eq!(c.spawned - before.spawned, N as u64 + 1, "{c}");
+        // All but the loop's periodic turns (one in `TIMER_CHECK_TURNS`);
+        // through the loop, none.
+        assert!(
+            direct >= N as u64 / 2,
+            "{direct} direct switches for {N} spawns: {c}"
+        );
+    });
+}
+
 #[test]
 fn ids_are_unique_and_visible_inside() {
     with_timeout(60, || {

@@ -305,7 +305,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run 9ce543caf826
+    // mirror: core/src/sched/run.rs run 0edcc5d1e25e
     // mirror: core/src/sched/worker.rs retire 88e681dfec77
     // mirror: core/src/sched/worker.rs end_actor daff19fbf5e0
     fn run(&self, i: usize, a: usize) {

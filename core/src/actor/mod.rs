@@ -191,6 +191,11 @@ pub(crate) trait Schedule: Send + Sync {
     /// serves first is empty (a timeslice expiry's test before it lets the
     /// yielder wait in the run-next slot: nobody queued there is overtaken).
     fn nothing_queued_here(&self, index: usize) -> bool;
+    /// A direct spawn handoff's completion (`H5`): the parent `a` (its
+    /// stack left, still `RUNNING` as the loop leaves it) goes to worker
+    /// `index`'s run-next slot, an actor it displaces to the queue, as the
+    /// loop's `run` does for `Spawn`.
+    fn put_run_next_here(&self, a: Arc<Actor>, index: usize);
 }
 
 /// Schedules `a` on its own runtime.
@@ -280,6 +285,10 @@ pub(crate) enum Request {
     Park,
     /// Run `child` at once; the parent waits in the run-next slot.
     Spawn(Arc<Actor>),
+    /// A `Spawn` that a direct handoff carried out (it switched straight to
+    /// the child): the child's `H5` puts the parent in the run-next slot,
+    /// as the loop does for `Spawn` (`crate::sched::handoff`).
+    Spawned,
     /// The actor finished; wake this actor (a joiner) if any.
     Exit(Option<Arc<Actor>>),
     /// The actor is about to block its thread: hand the worker's duty to
@@ -297,6 +306,21 @@ pub(crate) enum Request {
     /// ([`crate::sched::overflow::overflow_exit`]): its stack is abandoned (never
     /// reused); wake this joiner, if any.
     Overflowed(Option<Arc<Actor>>),
+}
+
+impl Request {
+    /// The child of a `Spawn`, leaving `Spawned` in its place (a direct
+    /// handoff carries the spawn out); `None`, and the request unchanged,
+    /// for any other.
+    pub(crate) fn take_spawn(&mut self) -> Option<Arc<Actor>> {
+        match core::mem::replace(self, Request::Spawned) {
+            Request::Spawn(child) => Some(child),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
 }
 
 /// What an actor runs: the spawn layer's body, seen without its types (a

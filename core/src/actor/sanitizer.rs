@@ -214,11 +214,16 @@ mod imp {
     #[inline(always)]
     pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor) {
         #[cfg(smarm_tsan)]
-        // SAFETY: `_b`'s fiber exists (it has run before); its worker's
-        // fiber is `_a`'s, which it will switch back to.
+        // SAFETY: TSan's fiber API; `_b`'s fiber is made here if it never
+        // ran (a fresh actor handed over to), as `worker_to_actor` makes
+        // it; its worker's fiber is `_a`'s, which it will switch back to.
         unsafe {
-            _b.san.sched_fiber.set(_a.san.sched_fiber.get());
-            __tsan_switch_to_fiber(_b.san.fiber.get(), 0);
+            let s = &_b.san;
+            s.sched_fiber.set(_a.san.sched_fiber.get());
+            if s.fiber.get().is_null() {
+                s.fiber.set(__tsan_create_fiber(0));
+            }
+            __tsan_switch_to_fiber(s.fiber.get(), 0);
         }
         #[cfg(smarm_asan)]
         // SAFETY: `_b`'s stack is mapped while it lives; `_a`'s fake stack

@@ -23,19 +23,26 @@
 //! straight to that actor, which queues the yielder once its stack is
 //! left. With many actors yielding in turn each yield is one switch.
 //!
-//! # Protocol (A parks or yields, B runs next; numbered as in the code)
+//! A spawn hands over too: work-first, the loop would put the spawner in
+//! its run-next slot and start the child, so the spawner switches straight
+//! into the child's entry, which puts the spawner in the slot. Any fresh
+//! actor (a spawn's child, or one popped from the queue) completes the
+//! handoff first thing in its entry ([`after_start`]).
 //!
-//! On A's stack, in [`switch_out`] for `Request::Park` (or `Yield`):
+//! # Protocol (A parks, yields or spawns, B runs next; numbered as in the code)
+//!
+//! On A's stack, in [`switch_out`] for `Request::Park` (or `Yield`,
+//! `YieldBehind`, `Spawn`):
 //! 1. `H1` check the handoff may happen: A runs on a worker (not detached),
 //!    the loop's periodic duties are not due ([`TIMER_CHECK_TURNS`]: timers,
 //!    the IO poll, the seeded schedule's turn), the run-next streak cap
-//!    allows another (timeslices off), B has run before (a fresh one
-//!    starts in its entry, which has no handoff path: it goes to the empty
-//!    slot and the loop starts it);
-//! 2. `H2` take B from the slot (only this thread takes from it); with the
-//!    slot empty, pop B from the run queue instead, as the loop would
-//!    ([`Schedule::pop_queued`], counted as the loop's pop), and B gets a
-//!    fresh timeslice as a popped actor does (with timeslices on);
+//!    allows another (timeslices off);
+//! 2. `H2` a spawn: B is the child, taken out of the request (which becomes
+//!    `Request::Spawned`), in A's slice, the streak untouched (the loop's
+//!    `Next::Run`). Else take B from the slot (only this thread takes from
+//!    it); with the slot empty, pop B from the run queue instead, as the
+//!    loop would ([`Schedule::pop_queued`], counted as the loop's pop), and
+//!    B gets a fresh timeslice as a popped actor does (with timeslices on);
 //! 3. `H3` the turn's bookkeeping: [`RtCore::leave`] for A (samples,
 //!    counters), [`RtCore::enter`] for B (`RUNNING`, cancellation at
 //!    shutdown, the inherited slice, samples, `current`); the worker's
@@ -44,15 +51,18 @@
 //!    marked `handed`;
 //! 4. `H4` switch from A to B.
 //!
-//! On B's stack, first thing after the switch returns
-//! ([`after_resume`]):
+//! On B's stack, first thing after the switch returns ([`after_resume`];
+//! a fresh B: [`after_start`], first thing in its entry):
 //! 5. `H5` B sees `handed`: the sp the switch returned is A's (not the
 //!    worker's): store it in A, then carry out A's park ([`park_switched`]:
 //!    `RUNNING → PARKED`, or, if a wake came meanwhile (`NOTIFIED`), A is
 //!    runnable at once and goes to the now-empty run-next slot). A yield:
 //!    `RUNNABLE`, and A goes to the back of the run queue
 //!    ([`Schedule::requeue`]; the queue's push is the Release edge to the
-//!    worker that pops A and resumes it at the sp just stored).
+//!    worker that pops A and resumes it at the sp just stored). A spawner
+//!    (`Spawned`): A goes to the run-next slot, still `RUNNING` as the loop
+//!    leaves it, displacing to the queue an actor it woke there
+//!    ([`Schedule::put_run_next_here`]).
 //!
 //! The invariants the worker loop keeps hold: A's state changes only after
 //! its stack is left (5 runs on B's), so no other worker can resume an
@@ -203,8 +213,14 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
         }
         let w = &*(*c).worker;
         serve::check::<P>(w, "run-next slot");
-        // H2: whom the worker loop would run next ([`Shared::find_work`]).
-        let (b, inherit) = if !w.run_next.peek().is_null() {
+        // H2: whom the worker loop would run next: a spawn's child (as
+        // `run` runs it, in the spawner's slice, the streak untouched), or
+        // what [`Shared::find_work`] would find.
+        let spawn = (*(*me).request.get()).take_spawn();
+        let spawned = spawn.is_some();
+        let (b, inherit) = if let Some(child) = spawn {
+            (Arc::into_raw(child).cast_mut(), true)
+        } else if !w.run_next.peek().is_null() {
             if capped {
                 // The loop serves the queue first now; one that found the
                 // queue empty would run the slot's actor without the
@@ -225,28 +241,14 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
                 None => return None,
             }
         };
-        if (*(*b).entry.get()).is_some() {
-            // Fresh: it starts in its entry, which has no handoff path.
-            // Into the (empty) slot, where the loop takes it next.
-            let old = w.run_next.put(b);
-            debug_assert!(old.is_null());
-            if !inherit {
-                // From the queue: the loop's next turn takes the slot first
-                // (streak 0) and the actor starts a fresh slice, as a pop
-                // would have given it (`enter`'s stamp: only with
-                // timeslices on; off, `u64::MAX` must stay).
-                (*c).streak = 0;
-                if (*c).slice_cycles != 0 {
-                    (*c).slice_end = 0;
-                }
-            }
-            return None;
-        }
         // H3. The loop's own counts for the turn (the queue's pop counted
-        // itself).
+        // itself). A fresh B starts in its entry, which completes the
+        // handoff first thing ([`after_start`]).
         (*c).timer_turns -= 1;
         w.counters.direct_switches(1);
-        if inherit {
+        if spawned {
+            // `run`'s `Next::Run`: no pick, no streak.
+        } else if inherit {
             (*c).streak += 1;
             w.counters.run_next(1);
         } else {
@@ -286,6 +288,29 @@ pub(crate) unsafe fn after_resume<P: Platform>(me: *const Actor, back: *mut u8) 
         }
         *(*me).handed.get() = false;
         complete_handoff::<P>(me, back);
+    }
+}
+
+/// First thing in a fresh actor's entry (`me`), its first switch having
+/// returned `from`: [`after_resume`] without the resume's sanitizer hook
+/// (the entry's [`actor_started`](crate::actor::sanitizer::actor_started)
+/// is that switch's end): `from` is its worker's sp, or, when a direct
+/// handoff started it (a spawn's child, or the queue's oldest), the sp of
+/// the actor that handed over (`H5`).
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor, just started.
+#[inline(always)]
+pub(crate) unsafe fn after_start<P: Platform>(me: *const Actor, from: *mut u8) {
+    // SAFETY: the running actor owns `handed` and `sched_sp`.
+    unsafe {
+        if !*(*me).handed.get() {
+            *(*me).sched_sp.get() = from;
+            return;
+        }
+        *(*me).handed.get() = false;
+        complete_handoff::<P>(me, from);
     }
 }
 
@@ -342,7 +367,13 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
                     crate::actor::schedule(Arc::from_raw(old));
                 }
             }
-            _ => P::abort("smarm: a direct handoff with a request other than a park or a yield"),
+            Request::Spawned => {
+                // Into the slot, as the loop's `run` puts a spawner (an
+                // actor it woke there is displaced to the queue).
+                let rt = a.rt;
+                rt.as_ref().put_run_next_here(a, (*c).index);
+            }
+            _ => P::abort("smarm: a direct handoff with a request other than a park, a yield or a spawn"),
         }
     }
 }

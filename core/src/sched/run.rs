@@ -119,6 +119,9 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                     Next::Find
                 }
                 Request::None => P::abort("smarm: an actor switched out without a request"),
+                Request::Spawned => {
+                    P::abort("smarm: a spawn carried out by a direct handoff reached the worker loop")
+                }
             }
         }
     }

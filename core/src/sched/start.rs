@@ -155,7 +155,7 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
     // running actor owns `sched_sp` and `entry`.
     unsafe {
         crate::actor::sanitizer::actor_started(&*me);
-        *(*me).sched_sp.get() = from;
+        crate::sched::handoff::after_start::<P>(me, from);
         let entry = (*(*me).entry.get()).take();
         let wake = match entry {
             Some(entry) => entry.run(&*me),

@@ -15,7 +15,10 @@ pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::sched::local::check_switch(me);
-        let may_hand = matches!(req, Request::Yield | Request::YieldBehind | Request::Park);
+        let may_hand = matches!(
+            req,
+            Request::Yield | Request::YieldBehind | Request::Park | Request::Spawn(_)
+        );
         *(*me).request.get() = req;
         if may_hand {
             // Straight to the actor the worker would run next, if it may be.

@@ -43,6 +43,11 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
         // The worker's own part and the overflow (`depth_hint`).
         self.queue.depth_hint(index) == 0
     }
+
+    #[inline]
+    fn put_run_next_here(&self, a: Arc<Actor>, index: usize) {
+        self.put_run_next(&self.core.workers[index], a);
+    }
 }
 
 /// Takes the actor in a run-next slot, if any (the slot holds
