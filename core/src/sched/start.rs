@@ -162,10 +162,14 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
             Some(entry) => entry.run(&*me),
             None => None,
         };
-        *(*me).request.get() = Request::Exit(wake);
         // Straight to the actor the worker would run next, which retires
         // this one (`H5`), if a handoff may happen: never to return then.
-        if crate::sched::handoff::handoff::<P>(me).is_none() {
+        // Not with a joiner to wake: the loop retires first, so the joiner
+        // (into the slot) runs next, as it must not wait behind whoever the
+        // handoff would pick before the retire.
+        let joiner = wake.is_some();
+        *(*me).request.get() = Request::Exit(wake);
+        if joiner || crate::sched::handoff::handoff::<P>(me).is_none() {
             let to = *(*me).sched_sp.get();
             crate::actor::sanitizer::actor_to_worker(&*me, true);
             <P::Arch as Arch>::switch(to);
