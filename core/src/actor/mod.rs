@@ -196,11 +196,6 @@ pub(crate) trait Schedule: Send + Sync {
     /// `index`'s run-next slot, an actor it displaces to the queue, as the
     /// loop's `run` does for `Spawn`.
     fn put_run_next_here(&self, a: Arc<Actor>, index: usize);
-    /// A direct exit handoff's completion (`H5`): the ended actor `a` (its
-    /// stack left for good and already recycled) is retired on worker
-    /// `index` (the caller), its joiner `wake` into the run-next slot, as
-    /// the loop's `run` does for `Exit`.
-    fn retire_here(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>, index: usize);
 }
 
 /// Schedules `a` on its own runtime.

@@ -210,10 +210,9 @@ mod imp {
     }
 
     /// A direct handoff: the running actor `_a` is about to switch straight
-    /// to `_b` (`sched::handoff`), which will return to the same worker;
-    /// `_last`: for good (`_a` exited; its stack will not run again).
+    /// to `_b` (`sched::handoff`), which will return to the same worker.
     #[inline(always)]
-    pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor, _last: bool) {
+    pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor) {
         #[cfg(smarm_tsan)]
         // SAFETY: TSan's fiber API; `_b`'s fiber is made here if it never
         // ran (a fresh actor handed over to), as `worker_to_actor` makes
@@ -228,16 +227,10 @@ mod imp {
         }
         #[cfg(smarm_asan)]
         // SAFETY: `_b`'s stack is mapped while it lives; `_a`'s fake stack
-        // is kept for its next resume, or, on its last switch, a null save
-        // tells ASan to drop it (as `actor_to_worker`).
+        // is kept for its next resume.
         unsafe {
             let (lo, hi) = _b.life.stack();
-            let save = if _last {
-                ptr::null_mut()
-            } else {
-                _a.san.fake.as_ptr()
-            };
-            __sanitizer_start_switch_fiber(save, lo as *const c_void, hi - lo);
+            __sanitizer_start_switch_fiber(_a.san.fake.as_ptr(), lo as *const c_void, hi - lo);
         }
     }
 
@@ -299,7 +292,7 @@ mod imp {
     #[inline(always)]
     pub(crate) fn actor_resumed(_a: &Actor) {}
     #[inline(always)]
-    pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor, _last: bool) {}
+    pub(crate) fn actor_to_actor(_a: &Actor, _b: &Actor) {}
     #[inline(always)]
     pub(crate) fn handed_over(_a: &Actor, _b: &Actor) {}
     #[inline(always)]

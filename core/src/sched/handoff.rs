@@ -27,16 +27,12 @@
 //! its run-next slot and start the child, so the spawner switches straight
 //! into the child's entry, which puts the spawner in the slot. Any fresh
 //! actor (a spawn's child, or one popped from the queue) completes the
-//! handoff first thing in its entry ([`after_start`]). An actor that ends
-//! hands over as a park does (from its entry), and B retires it: so a
-//! spawn and join in sequence is two switches and no pass of the loop.
-//! Not an actor with a joiner to wake: the loop retires it before it picks
-//! the next actor, so the joiner runs next (from the slot).
+//! handoff first thing in its entry ([`after_start`]).
 //!
-//! # Protocol (A parks, yields, spawns or exits, B runs next; numbered as in the code)
+//! # Protocol (A parks, yields or spawns, B runs next; numbered as in the code)
 //!
 //! On A's stack, in [`switch_out`] for `Request::Park` (or `Yield`,
-//! `YieldBehind`, `Spawn`; `Exit` in the actor's entry):
+//! `YieldBehind`, `Spawn`):
 //! 1. `H1` check the handoff may happen: A runs on a worker (not detached),
 //!    the loop's periodic duties are not due ([`TIMER_CHECK_TURNS`]: timers,
 //!    the IO poll, the seeded schedule's turn), the run-next streak cap
@@ -66,9 +62,7 @@
 //!    worker that pops A and resumes it at the sp just stored). A spawner
 //!    (`Spawned`): A goes to the run-next slot, still `RUNNING` as the loop
 //!    leaves it, displacing to the queue an actor it woke there
-//!    ([`Schedule::put_run_next_here`]). An ended A (`Exit`): its stack
-//!    goes to the worker's cache and A is retired, its joiner into the
-//!    slot ([`Schedule::retire_here`]), as the loop does.
+//!    ([`Schedule::put_run_next_here`]).
 //!
 //! The invariants the worker loop keeps hold: A's state changes only after
 //! its stack is left (5 runs on B's), so no other worker can resume an
@@ -187,21 +181,17 @@ pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
 }
 
 /// `H1`–`H4` for the running actor `me`, which is about to switch out to
-/// park, yield, spawn or exit: switches straight to the actor its worker
-/// would run next, if a handoff may happen. `Some(back)`: it did, and `me`
-/// has since been resumed (by its worker or by another handoff), `back`
-/// being what its switch returned (an exited actor never is); `None`: no
-/// handoff, switch out as usual.
+/// park or to yield: switches straight to the actor its worker would run
+/// next, if a handoff may happen. `Some(back)`: it did, and `me` has since
+/// been resumed (by its worker or by another handoff), `back` being what
+/// its switch returned; `None`: no handoff, switch out as usual.
 ///
 /// # Safety
 ///
 /// `me` is the calling (running) actor, not unwinding, with
-/// `Request::Park` (or `Yield`, `YieldBehind`, `Spawn`, `Exit`) stored; it
+/// `Request::Park` (or `Request::Yield`, `Request::YieldBehind`) stored; it
 /// must pass `back` to [`after_resume`].
-// Always inlined: with its second caller (the entry's exit) LLVM kept one
-// out-of-line copy, a call more on every park (msg_pairs one worker
-// 1.04-1.08x slower in an A/B).
-#[inline(always)]
+#[inline]
 pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
     let c = ctx::<P>();
     // SAFETY: a non-null context is this thread's live worker context,
@@ -272,8 +262,7 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
         *(*b).handed.get() = true;
         (*me).span.exit();
         (*b).span.enter();
-        let last = matches!(*(*me).request.get(), Request::Exit(_));
-        crate::actor::sanitizer::actor_to_actor(&*me, &*b, last);
+        crate::actor::sanitizer::actor_to_actor(&*me, &*b);
         // H4.
         Some(<P::Arch as Arch>::switch(*(*b).sp.get()))
     }
@@ -377,18 +366,6 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
                     // queue, nothing lost.
                     crate::actor::schedule(Arc::from_raw(old));
                 }
-            }
-            Request::Exit(wake) => {
-                // A ended: its stack is left for good. What the loop's
-                // `run` does for `Exit`, with B as the worker's current
-                // actor: the stack to the worker's cache, the actor
-                // retired (joiner into the slot).
-                crate::actor::sanitizer::retired(&a);
-                if let Some(stack) = (*a.stack.get()).take() {
-                    (*(*c).core).pool.put(&mut (*c).stacks, stack);
-                }
-                let rt = a.rt;
-                rt.as_ref().retire_here(a, wake, (*c).index);
             }
             Request::Spawned => {
                 // Into the slot, as the loop's `run` puts a spawner (an

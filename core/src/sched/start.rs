@@ -148,8 +148,7 @@ pub(crate) unsafe fn start_here<P: Platform>(me: *const Actor, child: Arc<Actor>
     unsafe { suspend_no_resume_point::<P>(me, Request::Spawn(child)) };
 }
 
-/// Entry of every actor's stack: runs its body, then exits to the worker
-/// (or straight to the actor it would run next: the direct handoff).
+/// Entry of every actor's stack: runs its body, then exits to the worker.
 unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! {
     let me = arg as *const Actor;
     // SAFETY: `arg` is the actor, kept alive by the worker running it; the
@@ -162,18 +161,10 @@ unsafe extern "C" fn actor_entry<P: Platform>(from: *mut u8, arg: *mut u8) -> ! 
             Some(entry) => entry.run(&*me),
             None => None,
         };
-        // Straight to the actor the worker would run next, which retires
-        // this one (`H5`), if a handoff may happen: never to return then.
-        // Not with a joiner to wake: the loop retires first, so the joiner
-        // (into the slot) runs next, as it must not wait behind whoever the
-        // handoff would pick before the retire.
-        let joiner = wake.is_some();
         *(*me).request.get() = Request::Exit(wake);
-        if joiner || crate::sched::handoff::handoff::<P>(me).is_none() {
-            let to = *(*me).sched_sp.get();
-            crate::actor::sanitizer::actor_to_worker(&*me, true);
-            <P::Arch as Arch>::switch(to);
-        }
+        let to = *(*me).sched_sp.get();
+        crate::actor::sanitizer::actor_to_worker(&*me, true);
+        <P::Arch as Arch>::switch(to);
     }
     P::abort("smarm: an exited actor was resumed")
 }

@@ -48,11 +48,6 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     fn put_run_next_here(&self, a: Arc<Actor>, index: usize) {
         self.put_run_next(&self.core.workers[index], a);
     }
-
-    #[inline]
-    fn retire_here(&self, a: Arc<Actor>, wake: Option<Arc<Actor>>, index: usize) {
-        self.retire(&self.core.workers[index], a, wake);
-    }
 }
 
 /// Takes the actor in a run-next slot, if any (the slot holds
