@@ -34,9 +34,9 @@ pub struct CounterSnapshot {
     pub parks: u64,
     /// Context switches into actors.
     pub switches: u64,
-    /// Of those, switches straight from one actor to the next (a park or a
-    /// yield that handed its worker's turn over without a pass through the
-    /// worker loop: the direct handoff).
+    /// Of those, switches straight from one actor to the next (a park, a
+    /// yield or a spawn that handed its worker's turn over without a pass
+    /// through the worker loop: the direct handoff).
     pub direct_switches: u64,
     /// Actors spawned.
     pub spawned: u64,

@@ -181,16 +181,16 @@ pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
 }
 
 /// `H1`–`H4` for the running actor `me`, which is about to switch out to
-/// park or to yield: switches straight to the actor its worker would run
-/// next, if a handoff may happen. `Some(back)`: it did, and `me` has since
+/// park, to yield or to spawn: switches straight to the actor its worker
+/// would run next (a spawn's child), if a handoff may happen. `Some(back)`: it did, and `me` has since
 /// been resumed (by its worker or by another handoff), `back` being what
 /// its switch returned; `None`: no handoff, switch out as usual.
 ///
 /// # Safety
 ///
 /// `me` is the calling (running) actor, not unwinding, with
-/// `Request::Park` (or `Request::Yield`, `Request::YieldBehind`) stored; it
-/// must pass `back` to [`after_resume`].
+/// `Request::Park` (or `Yield`, `YieldBehind`, `Spawn`) stored; it must
+/// pass `back` to [`after_resume`].
 #[inline]
 pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
     let c = ctx::<P>();
