@@ -191,10 +191,11 @@ pub(crate) trait Schedule: Send + Sync {
     /// serves first is empty (a timeslice expiry's test before it lets the
     /// yielder wait in the run-next slot: nobody queued there is overtaken).
     fn nothing_queued_here(&self, index: usize) -> bool;
-    /// A direct spawn handoff's completion (`H5`): the parent `a` (its
-    /// stack left, still `RUNNING` as the loop leaves it) goes to worker
-    /// `index`'s run-next slot, an actor it displaces to the queue, as the
-    /// loop's `run` does for `Spawn`.
+    /// A direct handoff's completion (`H5`) for an actor that runs next on
+    /// worker `index` (its stack left): a spawner (still `RUNNING`, as the
+    /// loop's `run` leaves it for `Spawn`), a `YieldBehind` yielder, or a
+    /// parker a wake reached first. `a` goes to the run-next slot; an
+    /// actor it displaces goes to the queue.
     fn put_run_next_here(&self, a: Arc<Actor>, index: usize);
 }
 
@@ -313,12 +314,14 @@ impl Request {
     /// handoff carries the spawn out); `None`, and the request unchanged,
     /// for any other.
     pub(crate) fn take_spawn(&mut self) -> Option<Arc<Actor>> {
+        // Looked at first: every park and yield that hands over asks, and
+        // theirs is left as it is, unwritten.
+        if !matches!(self, Request::Spawn(_)) {
+            return None;
+        }
         match core::mem::replace(self, Request::Spawned) {
             Request::Spawn(child) => Some(child),
-            other => {
-                *self = other;
-                None
-            }
+            _ => None,
         }
     }
 }

@@ -182,9 +182,10 @@ pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
 
 /// `H1`–`H4` for the running actor `me`, which is about to switch out to
 /// park, to yield or to spawn: switches straight to the actor its worker
-/// would run next (a spawn's child), if a handoff may happen. `Some(back)`: it did, and `me` has since
-/// been resumed (by its worker or by another handoff), `back` being what
-/// its switch returned; `None`: no handoff, switch out as usual.
+/// would run next (a spawn's child), if a handoff may happen. `Some(back)`:
+/// it did, and `me` has since been resumed (by its worker or by another
+/// handoff), `back` being what its switch returned; `None`: no handoff,
+/// switch out as usual.
 ///
 /// # Safety
 ///
@@ -281,22 +282,19 @@ pub(crate) unsafe fn after_resume<P: Platform>(me: *const Actor, back: *mut u8) 
     // SAFETY: the running actor owns `handed` and `sched_sp`.
     unsafe {
         crate::actor::sanitizer::actor_resumed(&*me);
-        if !*(*me).handed.get() {
-            // Resumed by a worker: `back` is its sp.
-            *(*me).sched_sp.get() = back;
-            return;
-        }
-        *(*me).handed.get() = false;
-        complete_handoff::<P>(me, back);
+        // The rest is a fresh actor's start: `back` is the sp of its worker
+        // or of the actor that handed over.
+        after_start::<P>(me, back);
     }
 }
 
 /// First thing in a fresh actor's entry (`me`), its first switch having
-/// returned `from`: [`after_resume`] without the resume's sanitizer hook
-/// (the entry's [`actor_started`](crate::actor::sanitizer::actor_started)
-/// is that switch's end): `from` is its worker's sp, or, when a direct
-/// handoff started it (a spawn's child, or the queue's oldest), the sp of
-/// the actor that handed over (`H5`).
+/// returned `from` (and, after the resume's sanitizer hook, the rest of
+/// [`after_resume`]; a fresh actor's hook is the entry's
+/// [`actor_started`](crate::actor::sanitizer::actor_started)): `from` is
+/// its worker's sp, or, when a direct handoff switched to it (a spawn's
+/// child, the queue's oldest, any resumed actor), the sp of the actor that
+/// handed over (`H5`).
 ///
 /// # Safety
 ///
@@ -335,16 +333,13 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
         match mem::replace(&mut *a.request.get(), Request::None) {
             Request::Park => {
                 if !park_switched(&a) {
-                    // Woken before its park: runnable at once, next here.
+                    // Woken before its park: runnable at once, next here
+                    // (the slot is empty: only this thread fills it, and
+                    // H2 emptied it; were it not, its actor would go to
+                    // the queue, nothing lost).
                     a.state.store(RUNNABLE, Ordering::Relaxed);
-                    let w = &*(*c).worker;
-                    let old = w.run_next.put(Arc::into_raw(a).cast_mut());
-                    if !old.is_null() {
-                        // Not expected (module doc: only this thread fills
-                        // its slot, and it was emptied at H2); scheduling
-                        // it again displaces A to the queue: nothing lost.
-                        crate::actor::schedule(Arc::from_raw(old));
-                    }
+                    let rt = a.rt;
+                    rt.as_ref().put_run_next_here(a, (*c).index);
                 }
             }
             Request::Yield => {
@@ -359,13 +354,8 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
                 // Into the slot H2 emptied (this handoff went to its
                 // actor), as the loop's `run` puts it.
                 a.state.store(RUNNABLE, Ordering::Relaxed);
-                let w = &*(*c).worker;
-                let old = w.run_next.put(Arc::into_raw(a).cast_mut());
-                if !old.is_null() {
-                    // Not expected, as for a park above: displaced to the
-                    // queue, nothing lost.
-                    crate::actor::schedule(Arc::from_raw(old));
-                }
+                let rt = a.rt;
+                rt.as_ref().put_run_next_here(a, (*c).index);
             }
             Request::Spawned => {
                 // Into the slot, as the loop's `run` puts a spawner (an
