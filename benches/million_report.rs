@@ -53,8 +53,9 @@ fn smarm_side(workers: usize, n: usize) -> Row {
     let before = smarm_benches::rss_bytes();
     rt.block_on(move || {
         let t = Instant::now();
-        // Work-first: each child runs to its `recv` before the loop goes
-        // on, so every actor is parked when the loop ends.
+        // A spawn with work waiting runs its child to its `recv` before
+        // the loop goes on (the first waits in the queue until the loop
+        // ends), so every actor is parked or runnable when it ends.
         let live: Vec<_> = (0..n)
             .map(|i| smarm::spawn_actor(move |mut mb: Mailbox<u64>| mb.recv().unwrap() + i as u64))
             .collect();

@@ -439,7 +439,7 @@ enum BrokerMsg {
 /// (meetings counted by the broker, meetings counted by the creatures).
 fn smarm_chameneos() -> (u64, u64) {
     let (broker, bh) = smarm::spawn_actor(|mut mb: smarm::Mailbox<BrokerMsg>| {
-        // Creatures run at once when spawned (work-first) and may arrive
+        // Creatures may run as soon as they are spawned and arrive
         // before their addresses do: those arrivals wait.
         let mut early = Vec::new();
         let cs = loop {

@@ -91,8 +91,9 @@ fn main() {
             if let Some(s) = stack {
                 b = b.stack_size(s);
             }
-            // Each parks on its mailbox at once (work-first: it runs to its
-            // `recv` before this loop goes on), then answers its number.
+            // Each parks on its mailbox (a spawn with work waiting runs it
+            // to its `recv` before this loop goes on), then answers its
+            // number.
             match b.spawn_actor(move |mut mb: Mailbox<u64>| mb.recv().unwrap() + i as u64) {
                 Ok(a) => live.push(a),
                 Err(e) => {

@@ -14,7 +14,7 @@ use smarm_tests::smarm::{
 };
 // The unbounded handles under short names (the tests are written for them).
 use smarm_tests::smarm::{UnboundedReceiver as Receiver, UnboundedSender as Sender};
-use smarm_tests::{eventually, with_timeout};
+use smarm_tests::{eventually, next_spawn_work_first, with_timeout};
 
 const N: u32 = 1000;
 
@@ -294,13 +294,14 @@ fn waits_on_a_smarm_word(tid: u64) -> bool {
 #[test]
 fn bounded_receiver_drop_wakes_blocked_senders() {
     with_timeout(30, || {
-        // One worker, actors only: the sender runs at once (work-first) and
-        // parks on the full channel before the parent resumes and drops the
-        // receiver, so the wake-on-drop path is the one taken.
+        // One worker, actors only: the sender runs at once (a work-first
+        // spawn) and parks on the full channel before the parent resumes
+        // and drops the receiver, so the wake-on-drop path is the one taken.
         let rt = Runtime::builder().workers(1).build().unwrap();
         let r = rt.block_on(|| {
             let (tx, rx) = bounded::<String>(1);
             tx.send("queued".to_string()).unwrap();
+            next_spawn_work_first();
             let h = smarm::spawn(move || tx.send("blocked".to_string()));
             drop(rx);
             h.join().unwrap()

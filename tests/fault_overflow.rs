@@ -298,6 +298,7 @@ fn detached_overflow_body() {
             assert!(smarm::recover_overflow(true));
             // Work-first: the waiter runs at once and parks in `recv` on
             // the one worker before this actor goes on.
+            smarm_tests::next_spawn_work_first();
             let (addr, _waiter) = smarm::spawn_actor(move |mut mb: smarm::Mailbox<u32>| {
                 let _ = tx.send(mb.recv());
             });

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use smarm_tests::smarm::{self, Down, ExitReason, Mailbox, Runtime, SpawnError, TryRecvError};
-use smarm_tests::with_timeout;
+use smarm_tests::{next_spawn_work_first, with_timeout};
 
 /// Varies where a race lands: `i % 8` yields (scheduling points, for the
 /// seeded port too), then a busy wait of up to ~100 µs (an exit's unwind
@@ -28,6 +28,7 @@ fn a_spawn_linked_child_that_fails_at_once_takes_the_parent() {
         // Work-first: the child runs (and panics) before spawn_link
         // returns; the link was in place before it ran.
         let parent = rt.spawn(|| {
+            next_spawn_work_first();
             let _child = smarm::spawn_link(|| panic!("child fails"));
             loop {
                 smarm::yield_now(); // killed here, if not already

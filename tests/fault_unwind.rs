@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use smarm_tests::smarm::{self, Down, ExitReason, Mailbox, Runtime};
-use smarm_tests::{eventually, with_timeout};
+use smarm_tests::{eventually, next_spawn_work_first, with_timeout};
 
 mod child;
 use child::{child_entry, expect_child_passes};
@@ -442,21 +442,30 @@ fn a_parent_killed_during_spawn_gets_the_childs_handle() {
         let g = got.clone();
         let parent = rt.spawn(move || {
             let me = smarm::current().unwrap();
-            // The child runs first (work-first) and kills its parent.
+            // The child runs inside the spawn (work-first) and kills its
+            // parent.
+            next_spawn_work_first();
+            let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let r = ran.clone();
             let child = smarm::spawn(move || {
                 me.kill();
+                r.store(true, std::sync::atomic::Ordering::SeqCst);
                 smarm::current_id().unwrap()
             });
-            *g.lock().unwrap() = Some(child.id());
+            *g.lock().unwrap() = Some((child.id(), ran.load(std::sync::atomic::Ordering::SeqCst)));
             // The next resume point unwinds.
             smarm::yield_now();
             unreachable!("killed at the yield")
         });
         let parent_id = parent.id();
         assert!(parent.join().unwrap_err().is_killed());
-        assert!(got.lock().unwrap().is_some(), "spawn returned the child's handle");
+        let (child_id, killed_inside) = got.lock().unwrap().expect("spawn returned the child's handle");
+        assert!(
+            killed_inside,
+            "the child ran (and killed its parent) inside the spawn"
+        );
         // Ids are unique: the handle's id is the child's, not the parent's.
-        assert_ne!(got.lock().unwrap().unwrap(), parent_id);
+        assert_ne!(child_id, parent_id);
     });
 }
 

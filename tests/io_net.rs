@@ -451,7 +451,7 @@ fn io_is_served_while_a_hog_holds_the_poller_s_worker() {
     // parks on a socket: the worker that ran the reader is the last to go
     // idle, so it waits in the poller and is the first a wake pops; the
     // other sleeps on its futex word. A message to the starter kicks the
-    // poller's worker out to run it, and the starter spawns (work-first) a
+    // poller's worker out to run it, and the starter spawns a
     // hog that never switches out until the reader has its data. The read
     // must still be served: the worker leaving the poller hands the poll
     // role to the sleeper. (Without the handoff the read waits for the hog,
@@ -494,7 +494,7 @@ fn io_is_served_while_a_hog_holds_the_poller_s_worker() {
                     .any(|i| i.id == reader.id() && matches!(i.state, ActorState::WaitingIo { .. }))
             });
             starter.send(()).unwrap();
-            // The hog is spawned work-first: once it exists it runs.
+            // The hog runs once the starter, which spawned it, ends.
             eventually(10, "the hog runs", || rt.dump().actors.len() == 3);
             (&b).write_all(b"x").unwrap();
             reader.join().unwrap();

@@ -47,6 +47,18 @@ where
     }
 }
 
+/// Inside an actor: makes the caller's next `spawn` work-first, its child
+/// run inside the call, before `spawn` returns. A spawn on a worker with
+/// nothing else to run is help-first (the child waits in the run-next
+/// slot while its spawner goes on); this spawns a no-op actor that then
+/// waits in the slot (or, if work was waiting already, leaves it waiting
+/// in the queue), so the next spawn finds work waiting. For tests of what
+/// happens while a child runs inside its spawn (a kill of the spawner, a
+/// child that fails at once).
+pub fn next_spawn_work_first() {
+    drop(smarm::spawn(|| ()));
+}
+
 /// Spins (yielding the thread) until `cond` holds, failing loudly after
 /// `secs` seconds. For state that settles right after a result is
 /// delivered (an actor's exit bookkeeping follows its join result).

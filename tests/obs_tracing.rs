@@ -226,8 +226,8 @@ fn an_actors_span_is_entered_while_it_runs_and_exited_when_it_switches_out() {
             Some("traced-yielder")
         );
         // Enters and exits of this span alternate, each pair on one thread:
-        // the first run, three yields, the join's park (and the work-first
-        // spawn's switch to the child).
+        // the first run, three yields, the join's park (or the join's
+        // switch into the child, waiting in the run-next slot).
         // The last exit is recorded by the worker once the actor's stack is
         // left, which may come after `join` has returned its result here
         // (seam/trace.rs, "The actor span"): wait for it.

@@ -355,8 +355,8 @@ fn spawn_outside_an_actor_is_an_error_not_a_crash() {
 }
 
 /// Every port exports the whole spawn family (`port_api!`); the named,
-/// fallible forms work from inside an actor, the child runs first
-/// (work-first) and carries its name.
+/// fallible forms work from inside an actor, the child runs (help-first on
+/// this idle worker: after its spawner goes on) and carries its name.
 #[test]
 fn the_whole_spawn_family_inside_an_actor() {
     with_timeout(60, || {
@@ -369,7 +369,8 @@ fn the_whole_spawn_family_inside_an_actor() {
                 smarm::current_name()
             })
             .unwrap();
-            // Work-first: the child ran before the parent got its handle back.
+            // The worker had nothing else to run: the child waits in the
+            // run-next slot while its spawner goes on (help-first).
             let first = ran.load(Ordering::SeqCst);
             let (addr, b) = smarm::try_spawn_actor_named("b", |mut mb: smarm::Mailbox<u32>| {
                 (smarm::current_name(), mb.recv().unwrap())
@@ -380,31 +381,76 @@ fn the_whole_spawn_family_inside_an_actor() {
             (first, a.join().unwrap(), bn, got)
         });
         let (first, an, bn, got) = names;
-        assert!(first, "try_spawn_named runs the child first");
+        assert!(
+            !first,
+            "a spawn on an idle worker runs the child after its spawner switches out"
+        );
         assert_eq!(an.as_deref(), Some("a"));
         assert_eq!(bn.as_deref(), Some("b"));
         assert_eq!(got, 7);
     });
 }
 
-/// A spawn from an actor switches straight into the child (the direct
-/// handoff: no pass through the worker loop), work-first as before: the
-/// child runs first, and its spawner resumes from the run-next slot.
+/// A spawn on a worker with nothing else to run (run-next slot empty,
+/// nothing queued here) leaves the child in the slot and the spawner goes
+/// on (help-first): a spawn-and-forget loop or chain keeps one stack hot
+/// instead of leaving every spawner waiting.
 #[cfg(not(feature = "sim"))]
 #[test]
-fn a_spawn_switches_straight_into_the_child() {
+fn a_spawn_on_an_idle_worker_leaves_the_child_in_the_slot() {
     const N: usize = 200;
     with_timeout(60, || {
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let before = rt.counters().total();
         let log = rt.block_on(|| {
             let log = Arc::new(std::sync::Mutex::new(Vec::new()));
             for i in 0..N {
+                let l = log.clone();
+                let h = smarm::spawn(move || l.lock().unwrap().push(2 * i + 1));
+                log.lock().unwrap().push(2 * i);
+                h.join().unwrap();
+            }
+            let log = log.lock().unwrap();
+            log.clone()
+        });
+        // Each spawner went on before its child ran.
+        assert_eq!(log, (0..2 * N).collect::<Vec<_>>());
+    });
+}
+
+/// A spawn while other work waits on the worker (here: an actor the
+/// spawner just woke sits in the run-next slot) switches straight into the
+/// child (work-first, the direct handoff: no pass through the worker
+/// loop), and its spawner resumes from the run-next slot: a spawn tree
+/// (skynet) runs depth-first instead of holding every unstarted child's
+/// stack at once.
+#[cfg(not(feature = "sim"))]
+#[test]
+fn a_spawn_with_work_waiting_switches_straight_into_the_child() {
+    const N: usize = 200;
+    with_timeout(60, || {
+        // Slices off: an expiry queues the spawner and empties the slot,
+        // and the spawn after it would find nothing waiting.
+        let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
+        let before = rt.counters().total();
+        let log = rt.block_on(|| {
+            let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let (addr, echo) = smarm::spawn_actor(|mut mb: smarm::Mailbox<usize>| {
+                let mut n = 0;
+                while mb.recv().is_ok() {
+                    n += 1;
+                }
+                n
+            });
+            for i in 0..N {
+                // Wakes the parked echo actor into the run-next slot.
+                addr.send(i).unwrap();
                 let l = log.clone();
                 let h = smarm::spawn(move || l.lock().unwrap().push(2 * i));
                 log.lock().unwrap().push(2 * i + 1);
                 h.join().unwrap();
             }
+            drop(addr);
+            assert_eq!(echo.join().unwrap(), N);
             let log = log.lock().unwrap();
             log.clone()
         });
@@ -412,9 +458,9 @@ fn a_spawn_switches_straight_into_the_child() {
         assert_eq!(log, (0..2 * N).collect::<Vec<_>>());
         let c = rt.counters().total();
         let direct = c.direct_switches - before.direct_switches;
-        assert_eq!(c.spawned - before.spawned, N as u64 + 1, "{c}");
-        // All but the loop's periodic turns (one in `TIMER_CHECK_TURNS`);
-        // through the loop, none.
+        assert_eq!(c.spawned - before.spawned, N as u64 + 2, "{c}");
+        // A spawn's switch into its child is direct (all but the loop's
+        // periodic turns); through the loop, none.
         assert!(
             direct >= N as u64 / 2,
             "{direct} direct switches for {N} spawns: {c}"

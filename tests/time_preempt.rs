@@ -220,7 +220,7 @@ fn producer_consumer_run(messages: usize) -> (usize, u64) {
 }
 
 /// Two workers, short slices: a producer sends to a consumer it spawned
-/// (work-first, so both start on the producer's worker), with work between
+/// (it starts on the producer's worker, as every spawn from an actor does), with work between
 /// sends so its slices expire many times. At each expiry the consumer it
 /// woke runs first and the producer waits in the run-next slot, which the
 /// idle second worker leaves to its working owner: the pair never leaves

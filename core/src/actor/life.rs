@@ -334,6 +334,17 @@ impl Life {
         Some(sent.saturating_sub(self.taken.load(Ordering::Relaxed)))
     }
 
+    /// The actor's control block, compared, never dereferenced (null
+    /// until the actor is made): a join's test whether its actor waits in
+    /// the joiner's run-next slot.
+    #[inline]
+    pub(crate) fn actor_ptr(&self) -> *const Actor {
+        // Relaxed: a pointer compared against the caller's own slot, whose
+        // value the caller's thread wrote itself; a stale null only skips
+        // the shortcut.
+        self.actor.load(Ordering::Relaxed).cast_const()
+    }
+
     /// Kills the actor: sets the flag its next resume point checks, and
     /// wakes it if it is parked.
     pub(crate) fn kill(&self) {

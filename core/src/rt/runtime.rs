@@ -325,7 +325,9 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
     }
 
     /// Spawns an actor from any thread. Inside an actor, the free
-    /// `spawn` runs the child first (work-first); this one queues it.
+    /// `spawn` starts the child on the caller's worker (work-first, or
+    /// help-first when that worker has nothing else to run); this one
+    /// queues it.
     pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T, P>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,

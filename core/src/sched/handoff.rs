@@ -23,9 +23,11 @@
 //! straight to that actor, which queues the yielder once its stack is
 //! left. With many actors yielding in turn each yield is one switch.
 //!
-//! A spawn hands over too: work-first, the loop would put the spawner in
-//! its run-next slot and start the child, so the spawner switches straight
-//! into the child's entry, which puts the spawner in the slot. Any fresh
+//! A work-first spawn (and a join of a child waiting in the slot, which
+//! starts it as that spawn would have) hands over too: the loop would put
+//! the spawner in its run-next slot and start the child, so the spawner
+//! switches straight into the child's entry, which puts the spawner in the
+//! slot. Any fresh
 //! actor (a spawn's child, or one popped from the queue) completes the
 //! handoff first thing in its entry ([`after_start`]).
 //!

@@ -135,17 +135,73 @@ impl<P: Platform> RtCore<P> {
     }
 }
 
-/// Starts `child` work-first: the running actor `me` switches to it at
-/// once and waits in the run-next slot. No resume point after the switch:
-/// the caller gets the child's handle even if it was killed meanwhile
-/// (the kill unwinds it at its next resume point).
+/// Starts `child`, spawned by the running actor `me`:
+///
+/// - **Help-first when the worker has nothing else to run** (its run-next
+///   slot empty, nothing queued on its part of the run queue): `child`
+///   takes the slot and `me` goes on. A spawner that spawns and ends (a
+///   chain, a server's accept loop) leaves no stack waiting behind it;
+///   a spawner that joins at once switches into the child at the join
+///   ([`run_joined_here`]), as a work-first spawn would have.
+/// - **Work-first otherwise**: `me` switches to `child` at once and waits
+///   in the run-next slot. A spawn tree (skynet) then runs depth-first:
+///   every spawn under work already waiting starts its child, instead of
+///   holding every unstarted child's stack at once (help-first
+///   everywhere made skynet 1M 3.5x slower, docs/benchmarks.md).
+///
+/// No resume point after the switch: the caller gets the child's handle
+/// even if it was killed meanwhile (the kill unwinds it at its next resume
+/// point).
 ///
 /// # Safety
 ///
-/// `me` is the calling (running) actor.
-pub(crate) unsafe fn start_here<P: Platform>(me: *const Actor, child: Arc<Actor>) {
+/// `me` is the calling (running) actor and `c` its worker context.
+pub(crate) unsafe fn start_here<P: Platform>(c: *mut WorkerCtx<P>, me: *const Actor, child: Arc<Actor>) {
+    // SAFETY: `c` is the running actor's worker context, live, and this
+    // thread serves its worker, the slot's one user (a detached context's
+    // worker is served by another thread: work-first then, as before).
+    unsafe {
+        let rt = (*me).rt.as_ref();
+        if !(*c).detached && (*(*c).worker).run_next.peek().is_null() && rt.nothing_queued_here((*c).index) {
+            // As a wake puts a woken actor (`Shared::schedule`): the slot
+            // is empty, so nothing is displaced and nobody is notified.
+            (*c).woke = Arc::as_ptr(&child);
+            rt.put_run_next_here(child, (*c).index);
+            return;
+        }
+    }
     // SAFETY: contract.
     unsafe { suspend_no_resume_point::<P>(me, Request::Spawn(child)) };
+}
+
+/// A join from the running actor `me` of the actor whose control block is
+/// `child`: when `child` waits in this worker's run-next slot (a
+/// help-first spawn's child, or one woken there), `me` switches into it
+/// now, as a work-first spawn does, and waits in the slot; the join then
+/// mostly finds the result in, with no park and no wake. Otherwise
+/// nothing happens.
+///
+/// # Safety
+///
+/// `me` is the calling (running) actor and `c` its worker context.
+pub(crate) unsafe fn run_joined_here<P: Platform>(
+    c: *mut WorkerCtx<P>,
+    me: *const Actor,
+    child: *const Actor,
+) {
+    // SAFETY: as in `start_here`: the slot is this thread's own while it
+    // serves the (not detached) context's worker.
+    unsafe {
+        if child.is_null() || (*c).detached {
+            return;
+        }
+        let slot = &(*(*c).worker).run_next;
+        if slot.peek().cast_const() != child {
+            return;
+        }
+        let Some(a) = take_slot(slot) else { return };
+        suspend_no_resume_point::<P>(me, Request::Spawn(a));
+    }
 }
 
 /// Entry of every actor's stack: runs its body, then exits to the worker.

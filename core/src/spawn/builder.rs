@@ -13,7 +13,7 @@ use crate::seam::error::{SpawnError, MAX_STACK_SIZE, MIN_STACK_SIZE};
 use crate::seam::platform::Platform;
 
 /// Options for one spawn: a name and a stack size, then one of the
-/// `spawn` methods (inside an actor: work-first, as the free `spawn`; from
+/// `spawn` methods (inside an actor: started as by the free `spawn`; from
 /// any thread: [`spawn_on`](Self::spawn_on) a runtime).
 ///
 /// A stack size other than the runtime's
@@ -133,8 +133,9 @@ impl<P: Platform> ActorBuilder<P> {
         }
     }
 
-    /// Spawns from inside an actor: the child runs at once (work-first) and
-    /// the caller resumes when a worker picks it up again.
+    /// Spawns from inside an actor, started as by the free
+    /// [`spawn`](crate::spawn::spawn): work-first, or help-first when the
+    /// caller's worker has nothing else to run.
     /// [`SpawnError::NoRuntime`] on a plain thread (use
     /// [`spawn_on`](Self::spawn_on)).
     pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T, P>, SpawnError>

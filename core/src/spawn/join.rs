@@ -123,10 +123,18 @@ impl<T, P: Platform> JoinHandle<T, P> {
         if self.slot.is_done() {
             return self.slot.take(self.id, &self.life.name);
         }
-        match crate::sched::current_actor::<P>() {
+        let c = crate::sched::ctx::<P>();
+        // SAFETY: a non-null current-worker pointer is this thread's live
+        // worker context (as in `current_actor`).
+        let me = (!c.is_null())
+            .then(|| unsafe { (*c).current })
+            .filter(|p| !p.is_null());
+        match me {
             Some(me) => {
-                // SAFETY: `current_actor` returned the actor running on this
-                // worker, which is us; it stays alive while we run.
+                // SAFETY: `me` is the actor running on this worker, which is
+                // us (alive while we run), and `c` its context.
+                unsafe { crate::sched::run_joined_here::<P>(c, me, self.life.actor_ptr()) };
+                // SAFETY: as above.
                 let r = unsafe { self.join_as_actor(me, None) };
                 r.unwrap_or(Err(JoinError::cancelled(self.id, &self.life.name)))
             }

@@ -6,9 +6,10 @@
 //! [`Runtime`](crate::Runtime) methods from any thread, each port's
 //! `port_api!` exports) ends in [`spawn_with`]: reserve a stack and an id,
 //! build the body (a mailbox is bound to the child's `Life` here), wrap it
-//! in the entry harness, make the control block, then start it — at once
-//! (work-first, [`Origin::Here`]) or through the runtime's run queue
-//! ([`Origin::Outside`]).
+//! in the entry harness, make the control block, then start it on the
+//! caller's worker ([`Origin::Here`]: work-first, or help-first when that
+//! worker has nothing else to run; `sched::start_here`) or through the
+//! runtime's run queue ([`Origin::Outside`]).
 
 mod builder;
 pub(crate) mod join;
@@ -31,8 +32,9 @@ use join::{make_entry, JoinHandle};
 
 /// Where a new actor starts.
 pub(crate) enum Origin<'a, P: Platform> {
-    /// Inside an actor: on the caller's worker, at once (work-first); the
-    /// caller waits in the run-next slot.
+    /// Inside an actor: on the caller's worker, work-first (the caller
+    /// waits in the run-next slot) or, with nothing else to run there,
+    /// help-first (the child waits in the slot).
     Here,
     /// From any thread: queued on `core`'s runtime by `push` (which counts
     /// and wakes a worker).
@@ -114,7 +116,7 @@ where
     let child = unsafe { core.new_actor(c, life, stack, entry, shared) };
     match origin {
         // SAFETY: with `Here`, `me` is the running actor (found above).
-        Origin::Here => unsafe { sched::start_here::<P>(me, child) },
+        Origin::Here => unsafe { sched::start_here::<P>(c, me, child) },
         Origin::Outside(_, push) => push(child),
     }
     Ok(handle)
@@ -142,9 +144,12 @@ where
     Ok((addr.expect("the body builder ran"), h))
 }
 
-/// Spawns an actor from inside an actor: the child runs at once
-/// (work-first), the caller continues when a worker picks it up again.
-/// [`SpawnError::NoRuntime`] on a plain thread (use `Runtime::spawn`).
+/// Spawns an actor from inside an actor, on the caller's worker. With
+/// other work waiting there the child runs at once (work-first) and the
+/// caller continues when a worker picks it up again; with nothing else to
+/// run the child waits in the worker's run-next slot and the caller goes
+/// on (help-first: it runs when the caller switches out, and a join of it
+/// switches into it). [`SpawnError::NoRuntime`] on a plain thread (use `Runtime::spawn`).
 pub fn try_spawn<P, F, T>(f: F) -> Result<JoinHandle<T, P>, SpawnError>
 where
     P: Platform,
@@ -164,7 +169,7 @@ where
     spawn_with::<P, F, T>(Origin::Here, Some(Arc::from(name)), None, |_| f)
 }
 
-/// Spawns an actor with a mailbox from inside an actor (work-first, as
+/// Spawns an actor with a mailbox from inside an actor (started as by
 /// [`try_spawn`]): `f` receives the mailbox; the caller gets its address
 /// and a join handle. The mailbox closes when `f` drops it (at the latest
 /// when the actor exits).
@@ -194,8 +199,10 @@ where
     spawn_actor_with::<P, M, F, T>(Origin::Here, Some(Arc::from(name)), None, None, f)
 }
 
-/// Spawns an actor from inside an actor; the child runs at once
-/// (work-first) and the caller resumes when a worker picks it up again.
+/// Spawns an actor from inside an actor, started as by [`try_spawn`]:
+/// work-first (the child runs at once), or help-first when the caller's
+/// worker has nothing else to run (the child runs when the caller switches
+/// out; joining it switches into it).
 ///
 /// # Panics
 ///
@@ -213,7 +220,8 @@ where
     }
 }
 
-/// Spawns an actor with a mailbox from inside an actor (work-first): `f`
+/// Spawns an actor with a mailbox from inside an actor (started as by
+/// [`spawn`]): `f`
 /// receives the mailbox; the caller gets its address and a join handle.
 ///
 /// # Panics

@@ -112,7 +112,7 @@ impl<M: Send + 'static, P: Platform> Reserved<M, P> {
     }
 
     /// Spawns the reserved actor from inside an actor of the same runtime
-    /// (work-first, as the free `spawn_actor`): `f` gets its mailbox, with
+    /// (started as by the free `spawn_actor`): `f` gets its mailbox, with
     /// whatever was sent to it meanwhile. [`SpawnError::NoRuntime`] on a
     /// plain thread (use [`spawn_on`](Self::spawn_on)),
     /// [`SpawnError::ForeignRuntime`] inside another runtime's actor. If

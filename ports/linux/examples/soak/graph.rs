@@ -278,7 +278,7 @@ impl Sender {
 
 /// Sends one message to a random slot if the budget allows; `false` once it
 /// is spent. In an actor, one send in 32 goes through a short-lived helper
-/// actor (spawned work-first; its result comes back over a oneshot channel
+/// actor (spawned from the actor; its result comes back over a oneshot channel
 /// and the caller joins it, so the pair's order is kept).
 pub fn send_one(w: &World, s: &mut Sender, rng: &mut Rng, in_actor: bool) -> bool {
     if CLAIMED.fetch_add(1, Ordering::SeqCst) >= w.budget {
