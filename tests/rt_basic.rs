@@ -417,6 +417,51 @@ fn a_spawn_on_an_idle_worker_leaves_the_child_in_the_slot() {
     });
 }
 
+/// A join of a child that waits in the joiner's run-next slot (a
+/// help-first spawn's) switches into it: the joiner waits in the slot
+/// and is not parked on the join (which the child's exit would
+/// then have to wake).
+#[cfg(not(feature = "sim"))]
+#[test]
+fn a_join_switches_into_its_child_waiting_in_the_slot() {
+    use smarm::ActorState;
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let started = Arc::new(AtomicBool::new(false));
+        let go = Arc::new(AtomicBool::new(false));
+        let (s, g) = (started.clone(), go.clone());
+        let parent = rt.spawn(move || {
+            // The worker runs nothing else: the child waits in the slot.
+            let h = smarm::spawn(move || {
+                s.store(true, Ordering::SeqCst);
+                // Holds the one worker (no safe point) until the test has
+                // looked at its parent.
+                while !g.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                7
+            });
+            h.join().unwrap()
+        });
+        eventually(30, "the child runs", || started.load(Ordering::SeqCst));
+        let state = rt
+            .dump()
+            .actors
+            .iter()
+            .find(|a| a.id == parent.id())
+            .map(|a| a.state);
+        go.store(true, Ordering::SeqCst);
+        assert_eq!(parent.join().unwrap(), 7);
+        // (A spawner waiting in the slot still reads `Running`, as the
+        // loop leaves it; parked on the join it would read `WaitingJoin`.)
+        let state = state.expect("the parent is alive");
+        assert!(
+            state != ActorState::WaitingJoin,
+            "the joiner waits in the slot while its child runs, not parked: {state}"
+        );
+    });
+}
+
 /// A spawn while other work waits on the worker (here: an actor the
 /// spawner just woke sits in the run-next slot) switches straight into the
 /// child (work-first, the direct handoff: no pass through the worker
