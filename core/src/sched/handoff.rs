@@ -27,9 +27,8 @@
 //! starts it as that spawn would have) hands over too: the loop would put
 //! the spawner in its run-next slot and start the child, so the spawner
 //! switches straight into the child's entry, which puts the spawner in the
-//! slot. Any fresh
-//! actor (a spawn's child, or one popped from the queue) completes the
-//! handoff first thing in its entry ([`after_start`]).
+//! slot. Any fresh actor (a spawn's child, or one popped from the queue)
+//! completes the handoff first thing in its entry ([`after_start`]).
 //!
 //! # Protocol (A parks, yields or spawns, B runs next; numbered as in the code)
 //!

@@ -502,6 +502,12 @@ pub(crate) fn ctx<P: Platform>() -> *mut WorkerCtx<P> {
 /// The actor running on the calling thread, if any.
 #[inline]
 pub(crate) fn current_actor<P: Platform>() -> Option<*const Actor> {
+    current_with_ctx::<P>().map(|(_, a)| a)
+}
+
+/// [`current_actor`] with its worker context (one lookup for both).
+#[inline]
+pub(crate) fn current_with_ctx<P: Platform>() -> Option<(*mut WorkerCtx<P>, *const Actor)> {
     let c = ctx::<P>();
     if c.is_null() {
         return None;
@@ -509,7 +515,7 @@ pub(crate) fn current_actor<P: Platform>() -> Option<*const Actor> {
     // SAFETY: a non-null current-worker pointer is a live WorkerCtx of this
     // thread (set by `run_worker`, cleared before it returns).
     let cur = unsafe { (*c).current };
-    (!cur.is_null()).then_some(cur)
+    (!cur.is_null()).then_some((c, cur))
 }
 
 /// Whether a wait of the caller must give up at once: the caller is an

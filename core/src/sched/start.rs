@@ -195,7 +195,9 @@ pub(crate) unsafe fn run_joined_here<P: Platform>(
         if child.is_null() || (*c).detached {
             return;
         }
-        let slot = &(*(*c).worker).run_next;
+        let w = &*(*c).worker;
+        serve::check::<P>(w, "run-next slot");
+        let slot = &w.run_next;
         if slot.peek().cast_const() != child {
             return;
         }

@@ -123,14 +123,8 @@ impl<T, P: Platform> JoinHandle<T, P> {
         if self.slot.is_done() {
             return self.slot.take(self.id, &self.life.name);
         }
-        let c = crate::sched::ctx::<P>();
-        // SAFETY: a non-null current-worker pointer is this thread's live
-        // worker context (as in `current_actor`).
-        let me = (!c.is_null())
-            .then(|| unsafe { (*c).current })
-            .filter(|p| !p.is_null());
-        match me {
-            Some(me) => {
+        match crate::sched::current_with_ctx::<P>() {
+            Some((c, me)) => {
                 // SAFETY: `me` is the actor running on this worker, which is
                 // us (alive while we run), and `c` its context.
                 unsafe { crate::sched::run_joined_here::<P>(c, me, self.life.actor_ptr()) };

@@ -80,10 +80,9 @@ where
 {
     let (core, c, me) = match origin {
         Origin::Here => {
-            let Some(me) = sched::current_actor::<P>() else {
+            let Some((c, me)) = sched::current_with_ctx::<P>() else {
                 return Err(SpawnError::NoRuntime);
             };
-            let c = sched::ctx::<P>();
             // SAFETY: a running actor's worker context is live; its `core`
             // outlives the actors it runs.
             (unsafe { &*(*c).core }, c, me)
@@ -149,7 +148,8 @@ where
 /// caller continues when a worker picks it up again; with nothing else to
 /// run the child waits in the worker's run-next slot and the caller goes
 /// on (help-first: it runs when the caller switches out, and a join of it
-/// switches into it). [`SpawnError::NoRuntime`] on a plain thread (use `Runtime::spawn`).
+/// switches into it). [`SpawnError::NoRuntime`] on a plain thread (use
+/// `Runtime::spawn`).
 pub fn try_spawn<P, F, T>(f: F) -> Result<JoinHandle<T, P>, SpawnError>
 where
     P: Platform,
@@ -221,8 +221,8 @@ where
 }
 
 /// Spawns an actor with a mailbox from inside an actor (started as by
-/// [`spawn`]): `f`
-/// receives the mailbox; the caller gets its address and a join handle.
+/// [`spawn`]): `f` receives the mailbox; the caller gets its address and a
+/// join handle.
 ///
 /// # Panics
 ///
