@@ -287,9 +287,13 @@ impl<Q: Queue> Rt<Q> {
         self.workers != 1
     }
 
-    /// `Shared::find_work`: own slot, then the queue.
+    /// `Shared::find_work`: own slot, then the queue. (The real pop may
+    /// also leave a short run of another worker's actors to their working
+    /// owner, the striped queue's patience: a `None` with items queued,
+    /// which the idle path's `has_work` sees, as here, so this replica's
+    /// exact pop covers it.)
     // mirror: core/src/sched/worker.rs find_work 9453446010fd
-    // mirror: core/src/sched/worker.rs pop_queue 83fac5d95df7
+    // mirror: core/src/sched/worker.rs pop_queue cbfd4b2bfd85
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }

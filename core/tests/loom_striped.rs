@@ -164,3 +164,46 @@ fn single_producer_stripes_owner_thief_and_plain_thread() {
         assert!(q.is_empty());
     });
 }
+
+/// A patient thief (`pop_own_patient`, the scheduler's pop on two or more
+/// workers) races the owner of a short stripe: the owner pops its item and
+/// pushes another while the thief reads the stripe's counters, waits (a
+/// yield here, so the owner may run in the wait or not) and reads them
+/// again, and takes or leaves. Whichever way the counters read, each item
+/// is taken exactly once (the thief's skip loses nothing, its take
+/// duplicates nothing), and the thief waits at most once.
+#[test]
+fn a_patient_thief_races_the_owner() {
+    model(|| {
+        let q = Arc::new(Q::single_producer(8, 2));
+        // SAFETY: stripe 0's producer until the owner thread starts.
+        unsafe { q.push_own(0, 0, &mut relax) };
+        let o = q.clone();
+        let owner = thread::spawn(move || {
+            // SAFETY: this thread is stripe 0's only producer now.
+            let got = unsafe { o.pop_own(0, &mut relax) };
+            // SAFETY: as above.
+            unsafe { o.push_own(0, 1, &mut relax) };
+            got
+        });
+        let mut waits = 0;
+        // SAFETY: this thread is stripe 1's only producer.
+        let mut seen: Vec<u32> = unsafe {
+            q.pop_own_patient(1, &mut relax, &mut || {
+                waits += 1;
+                thread::yield_now()
+            })
+        }
+        .into_iter()
+        .collect();
+        assert!(waits <= 1);
+        seen.extend(owner.join().unwrap());
+        for hint in [1, 0] {
+            while let Some(v) = q.pop_at(hint, &mut relax) {
+                seen.push(v);
+            }
+        }
+        assert_conserved(seen, 2);
+        assert!(q.is_empty());
+    });
+}

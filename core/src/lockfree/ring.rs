@@ -397,6 +397,19 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
         self.len() == 0
     }
 
+    /// The dequeue and enqueue counters (`head`, `tail`): how many pops and
+    /// pushes have claimed a ticket so far. A probe for heuristics (a
+    /// thief's patience: has anyone popped past what it saw?), no
+    /// synchronisation; compare them with wrapping arithmetic.
+    pub fn tickets(&self) -> (usize, usize) {
+        // Relaxed (both): a snapshot, as in `len`; whoever acts on it pops,
+        // and that pop's own Acquire orders the item.
+        (
+            self.head.load(Ordering::Relaxed),
+            self.tail.load(Ordering::Relaxed),
+        )
+    }
+
     #[inline]
     fn slot(&self, pos: usize) -> &Slot<T> {
         &self.slots[pos & self.mask]

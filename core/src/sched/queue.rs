@@ -93,6 +93,22 @@ pub trait RunQueue<P: Platform>: Send + Sync + 'static {
         let _ = worker;
         self.pop()
     }
+    /// [`pop_worker`](Self::pop_worker) for a worker about to go idle,
+    /// with a thief's patience: a queue that keeps each worker's actors
+    /// apart may call `wait` (once) before it takes a short run of another
+    /// worker's actors, and then leave them if their owner took them in
+    /// the meantime (the striped queue's step 2, "Patience"). By default
+    /// the plain `pop_worker`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop_worker`](Self::pop_worker).
+    #[inline]
+    unsafe fn pop_worker_patient(&self, worker: usize, wait: &mut dyn FnMut()) -> Option<Runnable> {
+        let _ = wait;
+        // SAFETY: forwarded contract.
+        unsafe { self.pop_worker(worker) }
+    }
     /// Approximate length (for counters and idle checks).
     fn len(&self) -> usize;
     /// `len() == 0`.
@@ -274,6 +290,16 @@ impl<P: Platform> RunQueue<P> for AutoQueue<P> {
             AutoQueue::Ring(q) => unsafe { q.pop_worker(worker) },
             // SAFETY: forwarded contract.
             AutoQueue::Striped(q) => unsafe { q.pop_worker(worker) },
+        }
+    }
+
+    #[inline]
+    unsafe fn pop_worker_patient(&self, worker: usize, wait: &mut dyn FnMut()) -> Option<Runnable> {
+        match self {
+            // SAFETY: forwarded contract (one ring: nobody to wait for).
+            AutoQueue::Ring(q) => unsafe { q.pop_worker(worker) },
+            // SAFETY: forwarded contract.
+            AutoQueue::Striped(q) => unsafe { q.pop_worker_patient(worker, wait) },
         }
     }
 

@@ -40,6 +40,22 @@
 //!    (spilling to the overflow if that is full): still one push awaiting
 //!    one pop per item. A fairness round (step 3) never moves a batch: its
 //!    own stripe need not be empty.
+//!
+//!    **Patience** (`pop_own_patient`, what the scheduler's workers use
+//!    on more than one worker): a stripe holding one or two actors while
+//!    its owner works is most likely a chain's next step (a spawner's
+//!    child displaced from the run-next slot, a message's receiver), which
+//!    its owner runs within a microsecond; a thief that takes it moves the
+//!    chain to its own core, and every message of the chain then crosses
+//!    cores. So before it takes from another stripe holding at most
+//!    [`PATIENT_DEPTH`] items, the thief waits once (the caller's `wait`:
+//!    the scheduler's is a few microseconds of the platform clock, as Go's
+//!    scheduler waits before it takes another processor's next goroutine)
+//!    and takes only if that stripe's pops have not passed every item it
+//!    held before the wait: work its owner is not getting to. A deeper
+//!    stripe is a backlog and is taken from at once. The wait is used once
+//!    per pop: a later stripe in the same scan is taken from at once. A
+//!    skipped item stays where it is; the next pop looks again.
 //! 3. **Fairness.** A worker whose own stripe never runs dry would never
 //!    look elsewhere, and a stripe that no worker owns (`K > workers`, or a
 //!    stripe filled by plain threads) would starve. So every 61st pop of a
@@ -75,6 +91,11 @@ use crate::sync::{AtomicUsize, Ordering};
 
 /// Pops of one stripe between two fairness rounds (see the module docs).
 const FAIRNESS: usize = 61;
+
+/// The deepest stripe a patient thief waits on before it takes from it
+/// (protocol step 2, "Patience"): a stripe holding more is a backlog,
+/// taken at once.
+pub const PATIENT_DEPTH: usize = 2;
 
 /// Most stripes a [`StripedQueue`] makes (one per worker up to this).
 pub const MAX_STRIPES: usize = 16;
@@ -195,7 +216,7 @@ impl<T, L: RawLock> Striped<T, L> {
     #[inline]
     pub fn pop_at(&self, hint: usize, relax: &mut dyn FnMut()) -> Option<T> {
         let steal = !self.single;
-        self.pop_from(hint, steal, relax)
+        self.pop_from(hint, steal, relax, None)
     }
 
     /// [`pop_at`](Self::pop_at) from stripe `own % K`'s owner, whose batch
@@ -206,13 +227,40 @@ impl<T, L: RawLock> Striped<T, L> {
     /// As for [`push_own`](Self::push_own).
     #[inline]
     pub unsafe fn pop_own(&self, own: usize, relax: &mut dyn FnMut()) -> Option<T> {
-        self.pop_from(own, true, relax)
+        self.pop_from(own, true, relax, None)
     }
 
-    /// `pop_at` and `pop_own`: `steal` says whether a batch steal may push
-    /// onto stripe `hint`: only its owner's may when it has one producer.
+    /// [`pop_own`](Self::pop_own) with a thief's patience (protocol step
+    /// 2, "Patience"): before it takes from another stripe that holds at
+    /// most [`PATIENT_DEPTH`] items it calls `wait` once, and it leaves
+    /// that stripe alone if pops there have passed every item it held
+    /// before the wait.
+    ///
+    /// # Safety
+    ///
+    /// As for [`push_own`](Self::push_own).
     #[inline]
-    fn pop_from(&self, hint: usize, steal: bool, relax: &mut dyn FnMut()) -> Option<T> {
+    pub unsafe fn pop_own_patient(
+        &self,
+        own: usize,
+        relax: &mut dyn FnMut(),
+        wait: &mut dyn FnMut(),
+    ) -> Option<T> {
+        self.pop_from(own, true, relax, Some(wait))
+    }
+
+    /// `pop_at`, `pop_own` and `pop_own_patient`: `steal` says whether a
+    /// batch steal may push onto stripe `hint`: only its owner's may when
+    /// it has one producer; `wait`, when given, is the patience (used once
+    /// per call).
+    #[inline]
+    fn pop_from(
+        &self,
+        hint: usize,
+        steal: bool,
+        relax: &mut dyn FnMut(),
+        mut wait: Option<&mut dyn FnMut()>,
+    ) -> Option<T> {
         let own = hint & self.mask;
         let pops = &self.stripes[own].pops;
         // Relaxed load + store, not a fetch_add: the counter only paces the
@@ -228,6 +276,11 @@ impl<T, L: RawLock> Striped<T, L> {
         } else {
             own
         };
+        // Patience only for a pop whose own stripe is asked first (and was
+        // empty when it scans on): a fairness round's owner has work.
+        if start != own {
+            wait = None;
+        }
         for i in 0..self.stripes.len() {
             let s = start.wrapping_add(i) & self.mask;
             let ring = &self.stripes[s].ring;
@@ -237,6 +290,19 @@ impl<T, L: RawLock> Striped<T, L> {
             // empty check's fence, per stripe.
             if s != own && ring.is_empty() {
                 continue;
+            }
+            if s != own && wait.is_some() && ring.len() <= PATIENT_DEPTH {
+                // Step 2's patience: what the stripe holds now is gone
+                // after the wait when its pops reached the tail seen
+                // before it (wrapping compare of the two counters).
+                let (_, seen_tail) = ring.tickets();
+                if let Some(wait) = wait.take() {
+                    wait();
+                }
+                let (head, _) = ring.tickets();
+                if head.wrapping_sub(seen_tail) as isize >= 0 {
+                    continue;
+                }
             }
             if let Some(v) = ring.pop(relax) {
                 // Step 2's batch steal: the own stripe was asked first
@@ -393,6 +459,12 @@ impl<P: Platform> RunQueue<P> for StripedQueue<P> {
     unsafe fn pop_worker(&self, worker: usize) -> Option<Runnable> {
         // SAFETY: as in `push_worker`.
         unsafe { self.inner.pop_own(worker, &mut relax::<P>()) }
+    }
+
+    #[inline]
+    unsafe fn pop_worker_patient(&self, worker: usize, wait: &mut dyn FnMut()) -> Option<Runnable> {
+        // SAFETY: as in `push_worker`.
+        unsafe { self.inner.pop_own_patient(worker, &mut relax::<P>(), wait) }
     }
 
     #[inline]

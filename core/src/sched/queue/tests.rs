@@ -247,3 +247,109 @@ fn single_producer_stripes_batch_steal_only_for_the_owner() {
     }
     assert_conserved(seen, 8);
 }
+
+/// A patient thief (`pop_own_patient`) waits once before it takes from a
+/// stripe holding at most `PATIENT_DEPTH` items; when the stripe's owner
+/// pops them during the wait, the thief leaves the stripe alone.
+#[test]
+fn a_patient_pop_leaves_what_the_owner_took_during_the_wait() {
+    let q = Q::single_producer(64, 2);
+    // SAFETY: this thread is stripe 0's only producer.
+    unsafe { q.push_own(0, 7, &mut relax) };
+    let mut waits = 0;
+    let mut owner_got = None;
+    // SAFETY: this thread stands in for both owners, one call at a time.
+    let got = unsafe {
+        q.pop_own_patient(1, &mut relax, &mut || {
+            waits += 1;
+            owner_got = q.pop_own(0, &mut relax);
+        })
+    };
+    assert_eq!(waits, 1, "one wait per pop");
+    assert_eq!(owner_got, Some(7));
+    assert_eq!(got, None, "the thief took what its owner had already run");
+    assert_eq!(q.len(), 0);
+}
+
+/// When nobody pops the short stripe during the wait, the thief takes it.
+#[test]
+fn a_patient_pop_takes_what_the_owner_left() {
+    let q = Q::single_producer(64, 2);
+    for v in 0..2 {
+        // SAFETY: this thread is stripe 0's only producer.
+        unsafe { q.push_own(0, v, &mut relax) };
+    }
+    let mut waits = 0;
+    // SAFETY: this thread stands in for stripe 1's owner.
+    let got = unsafe { q.pop_own_patient(1, &mut relax, &mut || waits += 1) };
+    assert_eq!((waits, got), (1, Some(0)));
+    let rest: Vec<u32> = core::iter::from_fn(|| q.pop_at(0, &mut relax)).collect();
+    assert_eq!(rest, [1]);
+}
+
+/// Items pushed during the wait do not make the thief take: the owner
+/// got past everything that was there before the wait, so it keeps up.
+/// They stay queued for the next pop.
+#[test]
+fn a_patient_pop_leaves_a_stripe_whose_owner_kept_up() {
+    let q = Q::single_producer(64, 2);
+    // SAFETY: this thread is stripe 0's only producer.
+    unsafe { q.push_own(0, 0, &mut relax) };
+    // SAFETY: this thread stands in for both owners, one call at a time.
+    let got = unsafe {
+        q.pop_own_patient(1, &mut relax, &mut || {
+            assert_eq!(q.pop_own(0, &mut relax), Some(0));
+            q.push_own(0, 1, &mut relax);
+        })
+    };
+    assert_eq!(got, None);
+    assert_eq!(q.len_at(0), 1, "the newer item stays on its owner's stripe");
+    // SAFETY: as above.
+    assert_eq!(unsafe { q.pop_own(0, &mut relax) }, Some(1));
+}
+
+/// A stripe deeper than `PATIENT_DEPTH` is a backlog: the thief takes
+/// from it at once (and moves its batch) without waiting.
+#[test]
+fn a_patient_pop_takes_a_backlog_at_once() {
+    let q = Q::single_producer(64, 2);
+    let n = super::striped::PATIENT_DEPTH as u32 + 6;
+    for v in 0..n {
+        // SAFETY: this thread is stripe 0's only producer.
+        unsafe { q.push_own(0, v, &mut relax) };
+    }
+    // SAFETY: this thread stands in for stripe 1's owner.
+    let got = unsafe { q.pop_own_patient(1, &mut relax, &mut || panic!("waited on a backlog")) };
+    assert_eq!(got, Some(0));
+    assert_eq!(q.len_at(1), (n as usize - 1) / 2, "the batch moved");
+    let mut seen = Vec::from([0]);
+    for hint in [1, 0] {
+        seen.extend(core::iter::from_fn(|| q.pop_at(hint, &mut relax)));
+    }
+    assert_conserved(seen, n);
+}
+
+/// A fairness round (every 61st pop of a stripe, which first looks at the
+/// other stripes) is made by a worker that has work of its own: it takes
+/// from a short stripe without waiting.
+#[test]
+fn a_fairness_round_does_not_wait() {
+    let q = Q::single_producer(256, 2);
+    // SAFETY: this thread is stripe 0's only producer, then stripe 1's.
+    unsafe {
+        q.push_own(0, 1000, &mut relax);
+        for v in 0..100 {
+            q.push_own(1, v, &mut relax);
+        }
+    }
+    let mut got = Vec::new();
+    for _ in 0..61 {
+        // SAFETY: this thread stands in for stripe 1's owner.
+        got.push(unsafe { q.pop_own_patient(1, &mut relax, &mut || panic!("a fairness round waited")) });
+    }
+    assert!(
+        got.contains(&Some(1000)),
+        "the 61st pop took the other stripe's item"
+    );
+    assert!(got.iter().all(Option::is_some));
+}
