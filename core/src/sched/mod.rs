@@ -297,20 +297,6 @@ const IDLE_SPIN_NS: u64 = 10_000;
 /// Looks for work between two reads of the clock while spinning.
 const IDLE_SPIN_CHECKS: u32 = 32;
 
-/// How long a worker whose own part of the queue is empty waits, in ns of
-/// the platform clock, before it takes one or two actors queued on another
-/// worker's part (the striped queue's "Patience"): their owner, still
-/// working, mostly runs them within a microsecond, and a chain taken to
-/// another core sends every later message across cores. Go waits ~3 µs
-/// before it steals another processor's next goroutine, for the same
-/// reason. Not on a seeded port (one thread runs at a time there, so the
-/// owner cannot catch up during the wait).
-const STEAL_PATIENCE_NS: u64 = 3_000;
-
-/// Most clock reads in one such wait (eight spin hints apart): the bound
-/// should the clock not advance.
-const STEAL_PATIENCE_READS: u32 = 1_024;
-
 /// Times shutdown wakes the actors left parked before it abandons them.
 const SHUTDOWN_SWEEPS: usize = 4;
 

@@ -1,6 +1,7 @@
 //! An idle worker's looks and waits: what counts as work before it sleeps
-//! (`Shared::has_work`) and its spin (`Shared::spin_for_work`), kept out of
-//! the worker loop's file (the spin out of line too).
+//! (`Shared::has_work`), its spin (`Shared::spin_for_work`) and its
+//! patience before a steal (`steal_patience`), kept out of the worker
+//! loop's file (the spin out of line too).
 
 #[allow(unused_imports)]
 use super::*;
@@ -54,5 +55,36 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // Relaxed: as above.
         core.spinning.store(false, Ordering::Relaxed);
         found
+    }
+}
+
+/// How long a worker whose own part of the queue is empty waits, in ns of
+/// the platform clock, before it takes one or two actors queued on another
+/// worker's part (the striped queue's "Patience"): their owner, still
+/// working, mostly runs them within a microsecond, and a chain taken to
+/// another core sends every later message across cores. Go waits ~3 µs
+/// before it steals another processor's next goroutine, for the same
+/// reason. Not on a seeded port (one thread runs at a time there, so the
+/// owner cannot catch up during the wait).
+const STEAL_PATIENCE_NS: u64 = 3_000;
+
+/// Most clock reads in one such wait (eight spin hints apart): the bound
+/// should the clock not advance.
+const STEAL_PATIENCE_READS: u32 = 1_024;
+
+/// The wait of `STEAL_PATIENCE_NS` (the striped queue's patience, called
+/// by `Shared::pop_queue` through the queue). Bounded in clock reads too,
+/// should a platform's clock stand still (a test platform's).
+#[cold]
+#[inline(never)]
+pub(super) fn steal_patience<P: Platform>() {
+    let end = P::now_ns().saturating_add(STEAL_PATIENCE_NS);
+    for _ in 0..STEAL_PATIENCE_READS {
+        for _ in 0..8 {
+            <P::Arch as Arch>::spin_hint();
+        }
+        if P::now_ns() >= end {
+            break;
+        }
     }
 }

@@ -263,19 +263,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         // A few µs of patience before a steal of another worker's short
         // run of actors (`STEAL_PATIENCE_NS`); this worker's own part is
         // empty when the queue calls it, so the worker waits idle.
-        let mut wait = || {
-            let end = P::now_ns().saturating_add(STEAL_PATIENCE_NS);
-            // Bounded in clock reads too, should a platform's clock stand
-            // still (a test platform's).
-            for _ in 0..STEAL_PATIENCE_READS {
-                for _ in 0..8 {
-                    <P::Arch as Arch>::spin_hint();
-                }
-                if P::now_ns() >= end {
-                    break;
-                }
-            }
-        };
+        let mut wait = spin::steal_patience::<P>;
         // SAFETY: the caller is the thread serving worker `me` (the loop's
         // turn, or a handoff on one of its actors' stacks).
         let popped = unsafe {
