@@ -293,7 +293,7 @@ impl<Q: Queue> Rt<Q> {
     /// which the idle path's `has_work` sees, as here, so this replica's
     /// exact pop covers it.)
     // mirror: core/src/sched/worker.rs find_work 9453446010fd
-    // mirror: core/src/sched/worker.rs pop_queue eb9e380a7bcc
+    // mirror: core/src/sched/worker.rs pop_queue c28a7a75eafd
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }

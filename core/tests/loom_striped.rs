@@ -41,6 +41,15 @@ fn assert_conserved(mut seen: Vec<u32>, n: u32) {
     assert_eq!(seen, (0..n).collect::<Vec<_>>(), "an item lost or duplicated");
 }
 
+/// Pops what is left, quiescent, through both stripes' hints into `seen`.
+fn drain(q: &Q, seen: &mut Vec<u32>) {
+    for hint in [1, 0] {
+        while let Some(v) = q.pop_at(hint, &mut relax) {
+            seen.push(v);
+        }
+    }
+}
+
 /// Two workers each push two items on their own stripe and pop twice (own
 /// stripe first, then the scan); whatever they did not take is there for
 /// a quiescent drain.
@@ -113,11 +122,7 @@ fn batch_steal_races_the_owner() {
         });
         let mut seen: Vec<u32> = q.pop_at(1, &mut relax).into_iter().collect();
         seen.extend(owner.join().unwrap());
-        for hint in [1, 0] {
-            while let Some(v) = q.pop_at(hint, &mut relax) {
-                seen.push(v);
-            }
-        }
+        drain(&q, &mut seen);
         assert_conserved(seen, 4);
         assert!(q.is_empty());
     });
@@ -155,11 +160,7 @@ fn single_producer_stripes_owner_thief_and_plain_thread() {
         let mut seen: Vec<u32> = unsafe { q.pop_own(1, &mut relax) }.into_iter().collect();
         seen.extend(owner.join().unwrap());
         plain.join().unwrap();
-        for hint in [1, 0] {
-            while let Some(v) = q.pop_at(hint, &mut relax) {
-                seen.push(v);
-            }
-        }
+        drain(&q, &mut seen);
         assert_conserved(seen, 5);
         assert!(q.is_empty());
     });
@@ -198,11 +199,7 @@ fn a_patient_thief_races_the_owner() {
         .collect();
         assert!(waits <= 1);
         seen.extend(owner.join().unwrap());
-        for hint in [1, 0] {
-            while let Some(v) = q.pop_at(hint, &mut relax) {
-                seen.push(v);
-            }
-        }
+        drain(&q, &mut seen);
         assert_conserved(seen, 2);
         assert!(q.is_empty());
     });

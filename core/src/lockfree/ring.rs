@@ -385,10 +385,7 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
     /// counter, clamped to `0..=capacity`. Items being pushed count, items
     /// being popped do not.
     pub fn len(&self) -> usize {
-        // Relaxed (both): a snapshot for heuristics; `head` is loaded first so
-        // the difference is rarely negative (clamped if it is).
-        let deq = self.head.load(Ordering::Relaxed);
-        let enq = self.tail.load(Ordering::Relaxed);
+        let (deq, enq) = self.tickets();
         occupancy(enq, deq).min(self.capacity())
     }
 
@@ -400,10 +397,13 @@ impl<T, const STALL_FIX: bool> Ring<T, STALL_FIX> {
     /// The dequeue and enqueue counters (`head`, `tail`): how many pops and
     /// pushes have claimed a ticket so far. A probe for heuristics (a
     /// thief's patience: has anyone popped past what it saw?), no
-    /// synchronisation; compare them with wrapping arithmetic.
+    /// synchronisation; compare them with wrapping arithmetic. `head` is
+    /// read first, so `tail - head` is rarely negative.
+    #[inline]
     pub fn tickets(&self) -> (usize, usize) {
-        // Relaxed (both): a snapshot, as in `len`; whoever acts on it pops,
-        // and that pop's own Acquire orders the item.
+        // Relaxed (both): a snapshot for heuristics (`len`, a thief's
+        // patience); whoever acts on it pops, and that pop's own Acquire
+        // orders the item.
         (
             self.head.load(Ordering::Relaxed),
             self.tail.load(Ordering::Relaxed),

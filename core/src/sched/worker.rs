@@ -261,19 +261,12 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
         serve::check::<P>(me, "part of the run queue");
         // A few µs of patience before a steal of another worker's short
-        // run of actors (`STEAL_PATIENCE_NS`); this worker's own part is
-        // empty when the queue calls it, so the worker waits idle.
+        // run of actors (`spin::steal_patience`); this worker's own part
+        // is empty when the queue calls it, so the worker waits idle.
         let mut wait = spin::steal_patience::<P>;
         // SAFETY: the caller is the thread serving worker `me` (the loop's
         // turn, or a handoff on one of its actors' stacks).
-        let popped = unsafe {
-            if P::SEEDED_SCHEDULE {
-                self.queue.pop_worker(me.index)
-            } else {
-                self.queue.pop_worker_patient(me.index, &mut wait)
-            }
-        };
-        if let Some(a) = popped {
+        if let Some(a) = unsafe { self.queue.pop_worker_patient(me.index, &mut wait) } {
             me.counters.dequeue_at(self.queue.depth_hint(me.index) as u64 + 1);
             // Chain wake: more work than this worker takes, and sleepers.
             if self.core.idle.sleepers() > 0 && !self.queue.is_empty() && self.core.idle.notify_one() {

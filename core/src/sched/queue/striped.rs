@@ -291,18 +291,8 @@ impl<T, L: RawLock> Striped<T, L> {
             if s != own && ring.is_empty() {
                 continue;
             }
-            if s != own && wait.is_some() && ring.len() <= PATIENT_DEPTH {
-                // Step 2's patience: what the stripe holds now is gone
-                // after the wait when its pops reached the tail seen
-                // before it (wrapping compare of the two counters).
-                let (_, seen_tail) = ring.tickets();
-                if let Some(wait) = wait.take() {
-                    wait();
-                }
-                let (head, _) = ring.tickets();
-                if head.wrapping_sub(seen_tail) as isize >= 0 {
-                    continue;
-                }
+            if s != own && owner_keeps_up(ring, &mut wait) {
+                continue;
             }
             if let Some(v) = ring.pop(relax) {
                 // Step 2's batch steal: the own stripe was asked first
@@ -360,6 +350,23 @@ impl<T, L: RawLock> Striped<T, L> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Step 2's patience for another worker's stripe `ring`: when it holds at
+/// most [`PATIENT_DEPTH`] items and `wait` is still unused, calls it (once
+/// per pop) and says whether the stripe's pops got past every item it held
+/// before the wait (a wrapping compare of the two counters): its owner
+/// keeps up, so the thief leaves it.
+fn owner_keeps_up<T>(ring: &Ring<T>, wait: &mut Option<&mut dyn FnMut()>) -> bool {
+    let (head, tail) = ring.tickets();
+    if tail.wrapping_sub(head) > PATIENT_DEPTH {
+        return false;
+    }
+    let Some(wait) = wait.take() else {
+        return false;
+    };
+    wait();
+    ring.tickets().0.wrapping_sub(tail) as isize >= 0
 }
 
 /// The striped run queue: `Striped` with the calling worker's index as the
