@@ -59,6 +59,11 @@ pub use msg::mailbox;
 #[doc(hidden)]
 pub use sched::{counters, idle, queue, timer};
 
+/// Loom models only: an actor's block, its `Life` and control block with
+/// their two counts (`core/tests/loom_cell.rs`).
+#[cfg(smarm_loom)]
+#[doc(hidden)]
+pub use actor::cell::loom_cell;
 pub use actor::Cancelled;
 /// Loom models only: the IO readiness record's protocol with threads as
 /// its waiters (`core/tests/loom_io.rs`).

@@ -1,11 +1,11 @@
 //! [`ActorRef`]: a reference to an actor that does not keep it alive,
-//! built on its [`Life`].
+//! built on its [`Life`](crate::actor::life::Life).
 
-use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::actor::life::{Hook, Life};
+use crate::actor::cell::LifeRef;
+use crate::actor::life::Hook;
 use crate::seam::platform::Platform;
 
 /// A reference to an actor that does not keep it alive (its stack and
@@ -13,7 +13,7 @@ use crate::seam::platform::Platform;
 /// and exit reason): kill it, monitor it, link to it. Get one from a
 /// `JoinHandle`, an `Addr` or [`current`](crate::current).
 pub struct ActorRef<P: Platform> {
-    pub(crate) life: Arc<Life>,
+    pub(crate) life: LifeRef,
     pub(crate) _p: PhantomData<fn() -> P>,
 }
 
@@ -33,7 +33,7 @@ impl<P: Platform> fmt::Debug for ActorRef<P> {
 }
 
 impl<P: Platform> ActorRef<P> {
-    pub(crate) fn new(life: &Arc<Life>) -> Self {
+    pub(crate) fn new(life: &LifeRef) -> Self {
         ActorRef {
             life: life.clone(),
             _p: PhantomData,

@@ -25,8 +25,8 @@ use alloc::sync::{Arc, Weak};
 use core::ptr;
 
 pub use crate::actor::actor_ref::ActorRef;
+use crate::actor::cell::{AllocFn, FreeFn, LifeRef};
 use crate::actor::exit::{Down, ExitReason};
-use crate::actor::Actor;
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering, RawCell};
 
@@ -145,7 +145,8 @@ impl Drop for ExitHooks {
 /// What outlives an actor's control block: its id and name, its kill
 /// flag, its exit hooks (and, once it ended, its exit reason), its trap.
 /// Shared by the actor, its join handle, its mailbox and every
-/// [`ActorRef`]: one allocation per actor.
+/// [`ActorRef`] (as [`LifeRef`]s), in one block with the control block
+/// (`crate::actor::cell`).
 pub(crate) struct Life {
     pub(crate) id: u64,
     pub(crate) name: Option<Arc<str>>,
@@ -154,10 +155,6 @@ pub(crate) struct Life {
     pub(crate) hooks: ExitHooks,
     /// Set once by `trap_exits_into` (a leaked `Box<TrapFn>`, freed on drop).
     trap: AtomicPtr<TrapFn>,
-    /// The control block, to wake it for a kill: a `Weak::into_raw`
-    /// pointer, null until the actor is made ([`Life::bind_actor`]; a
-    /// reserved actor's `Life` is shared before that).
-    actor: AtomicPtr<Actor>,
     /// What the actor waits on when parked (`dump::WAIT_*`; a hint).
     pub(crate) wait: AtomicU8,
     /// The descriptor of an IO wait (`WAIT_IO_*`; a hint).
@@ -233,16 +230,25 @@ unsafe impl Send for Life {}
 unsafe impl Sync for Life {}
 
 impl Life {
-    /// `depths`: count its mailbox's sends (`Builder::mailbox_depths`).
-    pub(crate) fn new(id: u64, name: Option<Arc<str>>, stack: (usize, usize), depths: bool) -> Arc<Self> {
-        crate::sync::arc_in_place(|| Life {
+    /// A new `Life` in a block of its own, where its control block is made
+    /// later (`crate::actor::cell`). `depths`: count its mailbox's sends
+    /// (`Builder::mailbox_depths`). The block comes from `alloc` and goes
+    /// back through `free`.
+    pub(crate) fn new_block(
+        id: u64,
+        name: Option<Arc<str>>,
+        stack: (usize, usize),
+        depths: bool,
+        alloc: AllocFn,
+        free: FreeFn,
+    ) -> LifeRef {
+        let life = Life {
             id,
             depths,
             name,
             killed: AtomicBool::new(false),
             hooks: ExitHooks::new(),
             trap: AtomicPtr::new(ptr::null_mut()),
-            actor: AtomicPtr::new(ptr::null_mut()),
             wait: AtomicU8::new(0),
             wait_fd: crate::sync::AtomicI32::new(-1),
             sent: AtomicU64::new(u64::MAX),
@@ -252,7 +258,21 @@ impl Life {
             mailbox: RawCell::new(None),
             links: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
             links_lock: AtomicBool::new(false),
-        })
+        };
+        LifeRef::new(life, alloc, free)
+    }
+
+    /// A `Life` in a block of the global allocator (models and tests).
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    pub(crate) fn detached(id: u64, depths: bool) -> LifeRef {
+        Self::new_block(
+            id,
+            None,
+            (0, 0),
+            depths,
+            crate::actor::cell::global_alloc,
+            crate::actor::cell::global_free,
+        )
     }
 
     /// The usable stack range `[lo, hi)`.
@@ -270,28 +290,6 @@ impl Life {
     pub(crate) unsafe fn set_stack(&self, range: (usize, usize)) {
         // SAFETY: contract: nobody reads it yet.
         unsafe { *self.stack.get() = range };
-    }
-
-    /// Points the `Life` at its control block, made just now. `shared`: a
-    /// reserved actor's `Life`, which others may already hold (an
-    /// `ActorRef` may kill it meanwhile); then a kill that came before is
-    /// handed to the actor, which checks it when it starts.
-    pub(crate) fn bind_actor(&self, a: &Arc<Actor>, shared: bool) {
-        let p = Weak::into_raw(Arc::downgrade(a)).cast_mut();
-        if !shared {
-            // Relaxed: nobody else holds this `Life` yet; the actor's
-            // publication (its queue push or switch) orders it for later
-            // readers.
-            self.actor.store(p, Ordering::Relaxed);
-            return;
-        }
-        // SeqCst: a Dekker pair with `kill` (stores `killed`, then loads
-        // `actor`): either the kill sees the actor, or this sees the kill.
-        self.actor.store(p, Ordering::SeqCst);
-        if self.killed.load(Ordering::SeqCst) {
-            // Release: the actor's own copy, as in `kill`.
-            a.killed.store(true, Ordering::Release);
-        }
     }
 
     /// Marks the actor as owning a mailbox; returns whether its sends are
@@ -332,43 +330,6 @@ impl Life {
             return None;
         }
         Some(sent.saturating_sub(self.taken.load(Ordering::Relaxed)))
-    }
-
-    /// The actor's control block, compared, never dereferenced (null
-    /// until the actor is made): a join's test whether its actor waits in
-    /// the joiner's run-next slot.
-    #[inline]
-    pub(crate) fn actor_ptr(&self) -> *const Actor {
-        // Relaxed: a pointer compared against the caller's own slot, whose
-        // value the caller's thread wrote itself; a stale null only skips
-        // the shortcut.
-        self.actor.load(Ordering::Relaxed).cast_const()
-    }
-
-    /// Kills the actor: sets the flag its next resume point checks, and
-    /// wakes it if it is parked.
-    pub(crate) fn kill(&self) {
-        // SeqCst: a hint for the actor's Relaxed check at resume (a parked
-        // actor is ordered by the wake's CAS below), and the kill's half of
-        // the Dekker pair with `bind_actor`.
-        self.killed.store(true, Ordering::SeqCst);
-        // SeqCst: as above.
-        let p = self.actor.load(Ordering::SeqCst);
-        let actor = if p.is_null() {
-            None
-        } else {
-            // SAFETY: a `Weak::into_raw` pointer the `Life` owns until its
-            // drop (we hold `&self`); borrowed without taking its count.
-            core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(p) }).upgrade()
-        };
-        if let Some(a) = actor {
-            // The copy the actor checks at every resume, on its own control
-            // block's cache line (Release: as above).
-            a.killed.store(true, Ordering::Release);
-            if let Some(a) = a.wake() {
-                crate::actor::schedule(a);
-            }
-        }
     }
 
     /// Installs the trap (the first call wins; later ones are ignored).
@@ -512,12 +473,6 @@ impl Life {
 impl Drop for Life {
     fn drop(&mut self) {
         // Relaxed: `&mut self`, as in `ExitHooks::drop`.
-        let p = self.actor.load(Ordering::Relaxed);
-        if !p.is_null() {
-            // SAFETY: the `Weak::into_raw` pointer `bind_actor` stored.
-            drop(unsafe { Weak::from_raw(p) });
-        }
-        // Relaxed: `&mut self`, as in `ExitHooks::drop`.
         let trap = self.trap.load(Ordering::Relaxed);
         if !trap.is_null() {
             // SAFETY: `&mut self`: nobody else can read the trap any more.
@@ -531,18 +486,17 @@ impl Drop for Life {
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub mod loom_links {
-    use alloc::sync::Arc;
     use alloc::vec::Vec;
 
     use crate::seam::platform::Platform;
 
     /// One actor's `Life` (no actor behind it).
-    pub struct LinkEnd(Arc<super::Life>);
+    pub struct LinkEnd(crate::actor::cell::LifeRef);
 
     impl LinkEnd {
         /// A `Life` with id `id`.
         pub fn new(id: u64) -> Self {
-            LinkEnd(super::Life::new(id, None, (0, 0), false))
+            LinkEnd(super::Life::detached(id, false))
         }
 
         /// `link`'s bookkeeping.

@@ -60,18 +60,20 @@
 //! the layers below (the scheduler is reached through [`Schedule`]).
 
 pub mod actor_ref;
+pub mod cell;
 pub mod exit;
 pub mod life;
 pub(crate) mod sanitizer;
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
+use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
 
+pub use crate::actor::cell::ActorArc;
+pub(crate) use crate::actor::cell::LifeRef;
 use crate::actor::exit::JoinError;
-use crate::actor::life::Life;
 use crate::seam::platform::RawStack;
 use crate::sync::{AtomicU32, AtomicU8, Ordering, RawCell};
 
@@ -174,19 +176,19 @@ pub(crate) trait Schedule: Send + Sync {
     /// Schedules `a` (state `RUNNABLE`): into the caller's run-next slot when
     /// the caller is one of this runtime's workers (the wake-slot handoff),
     /// else onto the run queue, waking an idle worker if needed.
-    fn schedule(&self, a: Arc<Actor>);
+    fn schedule(&self, a: ActorArc);
     /// Wakes the OS thread of an actor waiting in place on `word` (its
     /// state word; step 7 of [`crate::actor`]).
     fn unpark(&self, word: &AtomicU32);
     /// A direct yield handoff's pick (`crate::sched::handoff`, `H2`): the
     /// run queue's oldest actor, taken for worker `index` of this runtime
     /// as its loop would take it (counted, chain wake included).
-    fn pop_queued(&self, index: usize) -> Option<Arc<Actor>>;
+    fn pop_queued(&self, index: usize) -> Option<ActorArc>;
     /// A direct yield handoff's completion (`H5`): the yielding actor `a`
     /// (`RUNNABLE`, its stack left) goes to the back of the run queue, as
     /// worker `index`'s loop queues a yield (`push_yield`: no fenced
     /// notify; worker `index`, the caller, takes it in turn).
-    fn requeue(&self, a: Arc<Actor>, index: usize);
+    fn requeue(&self, a: ActorArc, index: usize);
     /// Whether the part of the run queue that worker `index` (the caller)
     /// serves first is empty (a timeslice expiry's test before it lets the
     /// yielder wait in the run-next slot: nobody queued there is overtaken).
@@ -196,11 +198,11 @@ pub(crate) trait Schedule: Send + Sync {
     /// loop's `run` leaves it for `Spawn`), a `YieldBehind` yielder, or a
     /// parker a wake reached first. `a` goes to the run-next slot; an
     /// actor it displaces goes to the queue.
-    fn put_run_next_here(&self, a: Arc<Actor>, index: usize);
+    fn put_run_next_here(&self, a: ActorArc, index: usize);
 }
 
 /// Schedules `a` on its own runtime.
-pub(crate) fn schedule(a: Arc<Actor>) {
+pub(crate) fn schedule(a: ActorArc) {
     let rt = a.rt;
     // SAFETY: an actor's runtime outlives it (see `Actor::rt`).
     unsafe { rt.as_ref().schedule(a) }
@@ -210,7 +212,7 @@ pub(crate) fn schedule(a: Arc<Actor>) {
 /// overflow recovery, which never returns to that frame).
 pub(crate) trait AbortJoin {
     /// Completes the slot with `e` (if not done); returns a joiner to wake.
-    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>>;
+    fn abort(&mut self, e: JoinError) -> Option<ActorArc>;
 }
 
 /// What a parked actor waits on (set just before it parks).
@@ -285,13 +287,13 @@ pub(crate) enum Request {
     /// Park (see the state diagram, step 4).
     Park,
     /// Run `child` at once; the parent waits in the run-next slot.
-    Spawn(Arc<Actor>),
+    Spawn(ActorArc),
     /// A `Spawn` that a direct handoff carried out (it switched straight to
     /// the child): the child's `H5` puts the parent in the run-next slot,
     /// as the loop does for `Spawn` (`crate::sched::handoff`).
     Spawned,
     /// The actor finished; wake this actor (a joiner) if any.
-    Exit(Option<Arc<Actor>>),
+    Exit(Option<ActorArc>),
     /// The actor is about to block its thread: hand the worker's duty to
     /// another thread, then resume the actor here, off the runtime.
     Block,
@@ -306,14 +308,14 @@ pub(crate) enum Request {
     /// The actor overflowed its stack and was ended by recovery
     /// ([`crate::sched::overflow::overflow_exit`]): its stack is abandoned (never
     /// reused); wake this joiner, if any.
-    Overflowed(Option<Arc<Actor>>),
+    Overflowed(Option<ActorArc>),
 }
 
 impl Request {
     /// The child of a `Spawn`, leaving `Spawned` in its place (a direct
     /// handoff carries the spawn out); `None`, and the request unchanged,
     /// for any other.
-    pub(crate) fn take_spawn(&mut self) -> Option<Arc<Actor>> {
+    pub(crate) fn take_spawn(&mut self) -> Option<ActorArc> {
         // Looked at first: every park and yield that hands over asks, and
         // theirs is left as it is, unwritten.
         if !matches!(self, Request::Spawn(_)) {
@@ -340,7 +342,7 @@ pub(crate) struct Entry {
 /// An entry's functions, for one body type.
 pub(crate) struct EntryVt {
     /// Runs the body as the given actor; returns the joiner to wake.
-    pub(crate) run: unsafe fn(NonNull<u8>, &Actor) -> Option<Arc<Actor>>,
+    pub(crate) run: unsafe fn(NonNull<u8>, &Actor) -> Option<ActorArc>,
     /// Drops the body unrun.
     pub(crate) drop: unsafe fn(NonNull<u8>),
 }
@@ -362,7 +364,7 @@ impl Entry {
     }
 
     /// Runs the body as `actor`; returns the joiner to wake.
-    pub(crate) fn run(self, actor: &Actor) -> Option<Arc<Actor>> {
+    pub(crate) fn run(self, actor: &Actor) -> Option<ActorArc> {
         let e = core::mem::ManuallyDrop::new(self);
         // SAFETY: `new`'s contract: the entry is consumed here, so `run` is
         // called once and `drop` never after.
@@ -378,7 +380,7 @@ impl Drop for Entry {
     }
 }
 
-/// An actor's control block. Shared as `Arc<Actor>` between the queues,
+/// An actor's control block. Shared as `ActorArc` between the queues,
 /// the worker running it and wakers' registrations.
 ///
 /// Field ownership: `sp`, `request`, `cancel` and `entry` belong to whoever
@@ -401,8 +403,13 @@ pub struct Actor {
     /// Valid for the actor's whole life: a runtime outlives its actors (one
     /// that shuts down with actors left keeps its shared state alive).
     pub(crate) rt: NonNull<dyn Schedule>,
-    /// Id, name, kill flag, exit hooks: what outlives the control block.
-    pub(crate) life: Arc<Life>,
+    /// Id, name, kill flag, exit hooks: what outlives the control block,
+    /// in the same block (`crate::actor::cell`). The one `Life` reference
+    /// all `ActorArc`s hold together, dropped after the control block (by
+    /// the cell; hence `ManuallyDrop`). For a reference of one's own, clone
+    /// the `LifeRef` inside (`(*a.life).clone()`), never the wrapper (its
+    /// clone would never be dropped).
+    pub(crate) life: ManuallyDrop<LifeRef>,
     /// Actor-local values; owned by the running actor.
     pub(crate) locals: RawCell<Locals>,
     /// Set by a kill (a copy of `life.killed` on this cache line, read at
@@ -446,7 +453,7 @@ impl Actor {
         stack: RawStack,
         stack_free: unsafe fn(RawStack),
         rt: NonNull<dyn Schedule>,
-        life: Arc<Life>,
+        life: ManuallyDrop<LifeRef>,
     ) -> Self {
         Actor {
             id,
@@ -476,16 +483,18 @@ impl Actor {
     pub fn name(&self) -> Option<&str> {
         self.life.name.as_deref()
     }
+}
 
+impl ActorArc {
     /// Wakes a parked actor: returns it if the caller must schedule it
     /// (it was `PARKED`, now `RUNNABLE`); otherwise the wake was absorbed
     /// (`RUNNING → NOTIFIED`) or is moot.
-    pub(crate) fn wake(self: Arc<Self>) -> Option<Arc<Actor>> {
+    pub(crate) fn wake(self) -> Option<ActorArc> {
         match wake_word(&self.state) {
             Woken::Schedule => Some(self),
             Woken::Unpark => {
                 // Step 7: the actor sleeps on its state word on its own
-                // thread. Our Arc keeps the word alive for the wake.
+                // thread. Our reference keeps the word alive for the wake.
                 // SAFETY: an actor's runtime outlives it (`rt`'s doc).
                 unsafe { self.rt.as_ref().unpark(&self.state) };
                 None

@@ -15,7 +15,6 @@
 //! the data).
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 
 use super::{Interest, Registration, Ticket, WaitError};
 use crate::msg::select::{Arm, Select};
@@ -63,7 +62,7 @@ impl<P: Platform, F: FnOnce(Result<(), WaitError>) -> R, R> Arm<R> for ReadyArm<
         // its park unwinds) before the borrow ends.
         let joined = unsafe { sio::join_actor(self.reg.rec, a.clone(), self.interest.0, self.ticket.0) };
         if joined {
-            self.joined = Some(Arc::as_ptr(a) as usize);
+            self.joined = Some(crate::actor::ActorArc::as_ptr(a) as usize);
         }
         joined
     }

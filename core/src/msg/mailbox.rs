@@ -52,7 +52,8 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::sync::{Arc, Weak};
 
-use crate::actor::life::{ActorRef, CloseDead, Life};
+use crate::actor::life::{ActorRef, CloseDead};
+use crate::actor::LifeRef;
 use core::fmt;
 
 use crate::actor::WAIT_MAILBOX;
@@ -75,7 +76,7 @@ pub(crate) struct Shared<M, P: Platform> {
     bound: Option<Box<Bound<P>>>,
     id: u64,
     /// The owning actor's id, name, exit hooks.
-    life: Arc<Life>,
+    life: LifeRef,
 }
 
 /// [`Shared`]'s layout with the platform left out (the box's pointee does
@@ -86,7 +87,7 @@ pub(crate) struct SharedLayout {
     chan: Chan<()>,
     bound: Option<Box<u8>>,
     id: u64,
-    life: Arc<Life>,
+    life: LifeRef,
 }
 
 /// An actor's mailbox: the receiving end, owned by the actor.
@@ -161,14 +162,14 @@ impl<M, P: Platform> fmt::Debug for Mailbox<M, P> {
 #[doc(hidden)]
 #[cfg(any(test, feature = "internals", smarm_loom))]
 pub fn detached<M: Send, P: Platform>() -> (Mailbox<M, P>, Addr<M, P>) {
-    pair::<M, P>(Life::new(0, None, (0, 0), true), None)
+    pair::<M, P>(crate::actor::life::Life::detached(0, true), None)
 }
 
 /// [`detached`] with room for `cap` messages.
 #[doc(hidden)]
 #[cfg(any(test, feature = "internals", smarm_loom))]
 pub fn detached_bounded<M: Send, P: Platform>(cap: usize) -> (Mailbox<M, P>, Addr<M, P>) {
-    pair::<M, P>(Life::new(0, None, (0, 0), true), Some(cap))
+    pair::<M, P>(crate::actor::life::Life::detached(0, true), Some(cap))
 }
 
 /// The body of an actor with a mailbox: makes the mailbox of the actor
@@ -176,7 +177,7 @@ pub fn detached_bounded<M: Send, P: Platform>(cap: usize) -> (Mailbox<M, P>, Add
 /// first address in `addr`, and returns the body that hands the mailbox to
 /// `f`. Shared by every `spawn_actor`.
 pub(crate) fn bind<M, P, F, T>(
-    life: &Arc<Life>,
+    life: &LifeRef,
     cap: Option<usize>,
     f: F,
     addr: &mut Option<Addr<M, P>>,
@@ -195,7 +196,7 @@ where
 /// A new mailbox for the actor whose `Life` is `life`, registered with it
 /// (its depth shows in dumps; an overflow recovery closes it).
 pub(crate) fn owned<M: Send + 'static, P: Platform>(
-    life: &Arc<Life>,
+    life: &LifeRef,
     cap: Option<usize>,
 ) -> (Mailbox<M, P>, Addr<M, P>) {
     let (mb, a) = pair::<M, P>(life.clone(), cap);
@@ -207,7 +208,7 @@ pub(crate) fn owned<M: Send + 'static, P: Platform>(
 }
 
 /// A new mailbox and its first address, for the actor of `life`.
-fn pair<M: Send, P: Platform>(life: Arc<Life>, cap: Option<usize>) -> (Mailbox<M, P>, Addr<M, P>) {
+fn pair<M: Send, P: Platform>(life: LifeRef, cap: Option<usize>) -> (Mailbox<M, P>, Addr<M, P>) {
     let shared = crate::sync::arc_in_place(|| Shared {
         // Sends are counted only where the runtime asked for depths.
         chan: Chan::with_counted::<P>(life.has_mailbox()),
@@ -243,7 +244,7 @@ impl<M, P: Platform> WeakAddr<M, P> {
 
 impl<M, P: Platform> Addr<M, P> {
     /// The receiving actor's `Life` (its id, exit hooks).
-    pub(crate) fn life(&self) -> &Arc<Life> {
+    pub(crate) fn life(&self) -> &LifeRef {
         &self.shared.life
     }
 

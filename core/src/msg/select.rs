@@ -21,13 +21,12 @@
 //! by the poll of the arm that returns.
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 use core::time::Duration;
 
-use crate::actor::{Actor, WAIT_CHANNEL};
+use crate::actor::{ActorArc, WAIT_CHANNEL};
 use crate::msg::channel::{BoundedReceiver, OneshotReceiver, Receiver, RecvError, TryRecvError};
 use crate::msg::mailbox::Mailbox;
 use crate::msg::wait::Waiter;
@@ -333,7 +332,7 @@ impl<'a, R, P: Platform> Select<'a, R, P> {
                 (Waiter::Thread(_), d) => w.wait::<P>(d),
                 (Waiter::Actor(_), None) => sched::park::<P>(WAIT_CHANNEL),
                 (Waiter::Actor(a), Some(d)) => {
-                    let poke = PokeWith(a.clone(), |a: &Arc<Actor>| {
+                    let poke = PokeWith(a.clone(), |a: &ActorArc| {
                         if let Some(a) = a.clone().wake() {
                             crate::actor::schedule(a);
                         }

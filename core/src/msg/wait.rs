@@ -11,7 +11,7 @@
 
 use alloc::sync::Arc;
 
-use crate::actor::Actor;
+use crate::actor::ActorArc;
 use crate::sched;
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicU32, Ordering};
@@ -29,7 +29,7 @@ pub(crate) struct ThreadWaiter {
 /// several sources).
 #[derive(Clone)]
 pub(crate) enum Waiter {
-    Actor(Arc<Actor>),
+    Actor(ActorArc),
     Thread(Arc<ThreadWaiter>),
 }
 
@@ -40,8 +40,8 @@ impl Waiter {
             // SAFETY: the running actor is alive (its worker holds an Arc);
             // we take one more reference for the registration.
             Some(a) => Waiter::Actor(unsafe {
-                Arc::increment_strong_count(a);
-                Arc::from_raw(a)
+                ActorArc::increment_count(a);
+                ActorArc::from_raw(a)
             }),
             None => Waiter::Thread(Arc::new(ThreadWaiter {
                 word: AtomicU32::new(0),
@@ -60,8 +60,8 @@ impl Waiter {
             // SAFETY: the running actor is alive (its worker holds an Arc);
             // we take one more reference for the registration.
             (Some(a), false) => Some(Waiter::Actor(unsafe {
-                Arc::increment_strong_count(a);
-                Arc::from_raw(a)
+                ActorArc::increment_count(a);
+                ActorArc::from_raw(a)
             })),
             (None, false) => Some(Waiter::Thread(Arc::new(ThreadWaiter {
                 word: AtomicU32::new(0),

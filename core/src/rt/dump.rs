@@ -132,21 +132,21 @@ impl ActorInfo {
 }
 
 /// Heap bytes of the runtime's own state per actor, besides its stack: the
-/// control block, its `Life` (id, name, kill flag, exit hooks), the join
-/// slot (which shares its allocation and count with the body) and, with
-/// `mailbox`, the mailbox's shared half (its queue's head and tail on cache
-/// lines of their own), each with its reference counts, and the registry
-/// slot. Counted for a result and messages of no size; the
-/// closure the actor runs, a name and queued messages come on top (a parked
-/// actor's measured total is in `docs/density.md`).
+/// block holding its control block and its `Life` (id, name, kill flag,
+/// exit hooks) with their counts, the join slot (which shares its
+/// allocation and count with the body) and, with `mailbox`, the mailbox's
+/// shared half (its queue's head and tail on cache lines of their own)
+/// with its reference counts, and the registry slot. Counted for a result
+/// and messages of no size; the closure the actor runs, a name and queued
+/// messages come on top (a parked actor's measured total is in
+/// `docs/density.md`).
 pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
     use core::mem::size_of;
     // An Arc's allocation: strong and weak counts, then the value.
     const fn arc<T>() -> usize {
         2 * size_of::<usize>() + size_of::<T>()
     }
-    let base = arc::<Actor>()
-        + arc::<crate::actor::life::Life>()
+    let base = crate::actor::cell::block_bytes()
         + size_of::<crate::spawn::slot::JoinSlot<()>>()
         + size_of::<*const Actor>();
     if mailbox {

@@ -415,7 +415,7 @@ impl<P: Platform, Q: RunQueue<P>> Runtime<P, Q> {
         &self,
         name: Option<Arc<str>>,
         stack: Option<usize>,
-        build: impl FnOnce(&Arc<crate::actor::life::Life>) -> F,
+        build: impl FnOnce(&crate::actor::LifeRef) -> F,
     ) -> Result<JoinHandle<T, P>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,

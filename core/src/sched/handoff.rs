@@ -221,7 +221,7 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
         let spawn = (*(*me).request.get()).take_spawn();
         let spawned = spawn.is_some();
         let (b, inherit) = if let Some(child) = spawn {
-            (Arc::into_raw(child).cast_mut(), true)
+            (ActorArc::into_raw(child).cast_mut(), true)
         } else if !w.run_next.peek().is_null() {
             if capped {
                 // The loop serves the queue first now; one that found the
@@ -239,7 +239,7 @@ pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
         } else {
             // The queue's oldest, as the loop takes it.
             match (*me).rt.as_ref().pop_queued((*c).index) {
-                Some(b) => (Arc::into_raw(b).cast_mut(), false),
+                Some(b) => (ActorArc::into_raw(b).cast_mut(), false),
                 None => return None,
             }
         };
@@ -327,7 +327,7 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
     // to resumes on the same thread: `c` is that worker's live context,
     // whose `handed` holds the actor that switched to us, now owned here.
     unsafe {
-        let a = Arc::from_raw(mem::replace(&mut (*c).handed, ptr::null()));
+        let a = ActorArc::from_raw(mem::replace(&mut (*c).handed, ptr::null()));
         serve::check::<P>(&*(*c).worker, "run-next slot");
         crate::actor::sanitizer::handed_over(&a, &*me);
         *a.sp.get() = back;

@@ -88,7 +88,7 @@ const EVENTS: usize = 256;
 /// Who waits on a record.
 enum Who {
     /// A parked actor (every waiter of the runtime).
-    Actor(Arc<Actor>),
+    Actor(ActorArc),
     /// Loom models only: a thread's wake word (`1` once woken) and the
     /// futex wake for it (`loom_record`).
     #[cfg(smarm_loom)]
@@ -99,7 +99,7 @@ impl Who {
     /// The waiter's identity (for its own or the timer's withdrawal).
     fn id(&self) -> usize {
         match self {
-            Who::Actor(a) => Arc::as_ptr(a) as usize,
+            Who::Actor(a) => ActorArc::as_ptr(a) as usize,
             #[cfg(smarm_loom)]
             Who::Thread(w, _) => Arc::as_ptr(w) as usize,
         }
@@ -461,8 +461,8 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
     // SAFETY: `me` is the running actor, alive while it runs; the entry
     // takes one more reference.
     let actor = unsafe {
-        Arc::increment_strong_count(me);
-        Arc::from_raw(me)
+        ActorArc::increment_count(me);
+        ActorArc::from_raw(me)
     };
     if !r.join(Who::Actor(actor), interest, ticket) {
         return WaitOutcome::Retry;
@@ -537,7 +537,7 @@ pub(crate) unsafe fn edge_since<L: RawLock>(rec: NonNull<Record<L>>, interest: u
 /// is withdrawn ([`leave`]) or taken by a delivery.
 pub(crate) unsafe fn join_actor<L: RawLock>(
     rec: NonNull<Record<L>>,
-    actor: Arc<Actor>,
+    actor: ActorArc,
     interest: u32,
     ticket: u32,
 ) -> bool {

@@ -196,6 +196,7 @@ use crate::actor::{
     schedule, Actor, Cancelled, Request, Schedule, CANCEL_NONE, CANCEL_REQUESTED, CANCEL_UNWINDING, DONE,
     RUNNABLE, RUNNING,
 };
+use crate::actor::{ActorArc, LifeRef};
 use crate::lockfree::node_cache::NodeCache;
 use crate::lockfree::node_depot::NodeDepot;
 use crate::lockfree::slot::Slot;

@@ -14,11 +14,11 @@
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
-use alloc::sync::{Arc, Weak};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 
-use crate::actor::life::Life;
+use crate::actor::LifeRef;
 use crate::seam::lock::Mutex;
 use crate::seam::platform::RawLock;
 
@@ -26,8 +26,9 @@ use crate::seam::platform::RawLock;
 pub(crate) struct Entry {
     /// The actor the name is bound to.
     pub(crate) id: u64,
-    /// Its `Life`, to tell whether it still lives.
-    pub(crate) life: Weak<Life>,
+    /// Its `Life`, to tell whether it still lives (the address below
+    /// holds it too).
+    pub(crate) life: LifeRef,
     /// Its address, type-erased (`Addr<M, P>`): a registered actor's
     /// mailbox stays open while the name is bound.
     pub(crate) addr: Box<dyn Any + Send + Sync>,
@@ -35,7 +36,7 @@ pub(crate) struct Entry {
 
 impl Entry {
     fn live(&self) -> bool {
-        self.life.upgrade().is_some_and(|l| !l.hooks.is_closed())
+        !self.life.hooks.is_closed()
     }
 }
 

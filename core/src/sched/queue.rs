@@ -25,10 +25,9 @@
 //!   threads push onto the overflow.
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
 use core::marker::PhantomData;
 
-use crate::actor::Actor;
+use crate::actor::ActorArc;
 use crate::seam::lock::Mutex;
 use crate::seam::platform::{Platform, RawLock};
 use crate::sync::{AtomicUsize, Ordering};
@@ -45,7 +44,7 @@ pub use striped::Striped;
 pub use striped::StripedQueue;
 
 /// What the scheduler queues: a runnable actor.
-pub type Runnable = Arc<Actor>;
+pub type Runnable = ActorArc;
 
 /// A multi-producer multi-consumer queue of runnable actors.
 ///

@@ -13,10 +13,9 @@
 //! actor's allocation alive until the sweep, which made spawn_join 1.5x
 //! slower: fresh, cold memory for every spawn.)
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::actor::{Actor, HELD, PARKED, UNREGISTERED};
+use crate::actor::{Actor, ActorArc, HELD, PARKED, UNREGISTERED};
 use crate::seam::lock::Mutex;
 use crate::seam::platform::RawLock;
 use crate::sync::Ordering;
@@ -48,12 +47,12 @@ impl<L: RawLock> Shard<L> {
     }
 
     /// Registers a new actor (shard number `me`).
-    pub(crate) fn add(&self, me: u32, a: &Arc<Actor>) {
+    pub(crate) fn add(&self, me: u32, a: &ActorArc) {
         let mut l = self.list.lock();
         // Relaxed: written and read under the shard lock only.
         a.reg
             .store(((me as u64) << 32) | l.0.len() as u64, Ordering::Relaxed);
-        l.0.push(Arc::as_ptr(a));
+        l.0.push(ActorArc::as_ptr(a));
     }
 
     /// Unregisters an actor that ended (`a` belongs to this shard).
@@ -89,14 +88,14 @@ impl<L: RawLock> Shard<L> {
     }
 
     /// Collects the actors that are parked now (shutdown wakes them).
-    pub(crate) fn parked(&self, out: &mut Vec<Arc<Actor>>) {
+    pub(crate) fn parked(&self, out: &mut Vec<ActorArc>) {
         let l = self.list.lock();
         for &a in l.0.iter() {
             // SAFETY: a registered actor is alive (see `Shard`); we take a
             // reference of our own before the lock is released.
             let a = unsafe {
-                Arc::increment_strong_count(a);
-                Arc::from_raw(a)
+                ActorArc::increment_count(a);
+                ActorArc::from_raw(a)
             };
             // Relaxed: a candidate; the wake's CAS decides. A `HELD` actor
             // (unwinding, waiting in place) is woken to re-check too: at

@@ -16,7 +16,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     // protocol that reads best next to the others (the loom replica in
     // core/tests/loom_shutdown.rs mirrors it as one step); split, the arms
     // would pass the worker's state through a dozen helpers.
-    pub(crate) unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: Arc<Actor>, inherit: bool) -> Next {
+    pub(crate) unsafe fn run(&self, ctx: *mut WorkerCtx<P>, a: ActorArc, inherit: bool) -> Next {
         // SAFETY: (whole body) `ctx` is ours; we own `a` (we took it from a
         // queue/slot or were handed it), so its cells are ours until we
         // publish it again; the actor that comes back (`a`, or one a direct
@@ -25,11 +25,11 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             let index = (*ctx).index;
             let w = &self.core.workers[index];
             self.core.enter(ctx, &a, inherit);
-            (*ctx).running = Arc::into_raw(a);
+            (*ctx).running = ActorArc::into_raw(a);
             resume_running::<P>(ctx);
             // Whoever switched back to this worker: `a`, or the last of a
             // chain of direct handoffs that started from it.
-            let a = Arc::from_raw(mem::replace(&mut (*ctx).running, ptr::null()));
+            let a = ActorArc::from_raw(mem::replace(&mut (*ctx).running, ptr::null()));
             self.core.leave(ctx, &a);
             match mem::replace(&mut *a.request.get(), Request::None) {
                 Request::Yield => {
@@ -158,7 +158,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     ///
     /// As [`run`](Self::run); `a` has just switched out with `Detach`.
     #[cold]
-    pub(crate) unsafe fn detached(&self, ctx: *mut WorkerCtx<P>, index: usize, a: Arc<Actor>) -> Next {
+    pub(crate) unsafe fn detached(&self, ctx: *mut WorkerCtx<P>, index: usize, a: ActorArc) -> Next {
         let core = &self.core;
         core.blocked.fetch_add(1, Ordering::SeqCst);
         core.unwinders.fetch_add(1, Ordering::SeqCst);
@@ -169,7 +169,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
             // `index`: neither it nor the actor touches that worker's
             // shared state (the context's own caches stay ours).
             (*ctx).detached = true;
-            (*ctx).current = Arc::as_ptr(&a);
+            (*ctx).current = ActorArc::as_ptr(&a);
             resume_actor::<P>(&a);
             (*ctx).current = ptr::null();
             // Handed off, this thread stays detached until it retires: the

@@ -88,11 +88,11 @@ pub fn sleep_until_ns<P: Platform>(deadline: u64) {
         // SAFETY: `me` is the running actor, alive while it runs; the entry
         // takes one more reference for the timer's wake.
         let me_arc = unsafe {
-            Arc::increment_strong_count(me);
-            Arc::from_raw(me)
+            ActorArc::increment_count(me);
+            ActorArc::from_raw(me)
         };
         // The entry is the sleep's only registration: the timer wakes us.
-        let poke = PokeWith(me_arc, |a: &Arc<Actor>| {
+        let poke = PokeWith(me_arc, |a: &ActorArc| {
             if let Some(a) = a.clone().wake() {
                 schedule(a);
             }

@@ -21,13 +21,20 @@ impl<P: Platform> RtCore<P> {
         c: *mut WorkerCtx<P>,
         name: Option<Arc<str>>,
         stack: Option<usize>,
-    ) -> Result<(Arc<Life>, RawStack), SpawnError> {
+    ) -> Result<(LifeRef, RawStack), SpawnError> {
         // SAFETY: forwarded contract.
         let stack = unsafe { self.take_stack(c, stack) }?;
         // SAFETY: forwarded contract.
         let id = unsafe { self.new_id(c) };
         Ok((
-            Life::new(id, name, stack.usable_range(), self.mailbox_depths),
+            Life::new_block(
+                id,
+                name,
+                stack.usable_range(),
+                self.mailbox_depths,
+                block_alloc::<P>,
+                block_free::<P>,
+            ),
             stack,
         ))
     }
@@ -88,27 +95,34 @@ impl<P: Platform> RtCore<P> {
     pub(crate) unsafe fn new_actor(
         &self,
         c: *mut WorkerCtx<P>,
-        life: Arc<Life>,
+        life: LifeRef,
         stack: RawStack,
         entry: Entry,
         shared: bool,
-    ) -> Arc<Actor> {
+    ) -> ActorArc {
         let top = crate::sched::stack::colored_top(&stack, life.id);
         crate::actor::sanitizer::fresh_stack(stack.usable_range());
         // SAFETY: written once by the builder before the runtime is shared.
         let rt = unsafe { *self.sched.0.get() }.expect("runtime published before use");
-        // The caller's `life` reference moves into the control block (no
-        // count to bump here and drop again below).
-        let actor = crate::sync::arc_in_place(|| Actor::new(life.id, entry, stack, P::stack_free, rt, life));
+        let id = life.id;
+        // The caller's `life` reference moves into the control block, in
+        // the same block (no count to bump here and drop again below).
+        // SAFETY: `life` came from `reserve` (or a reservation) and is
+        // spawned once: its control block was never made.
+        let actor = unsafe {
+            life.make_actor(shared, |life| {
+                Actor::new(id, entry, stack, P::stack_free, rt, life)
+            })
+        };
         let life = &actor.life;
-        life.bind_actor(&actor, shared);
         // SAFETY: `top` is 64-aligned, at most 1/64 of the stack below the
         // end of a fresh mapping of at least the runtime's minimum stack
         // size (`colored_top`); `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its
         // worker holds an Arc).
-        let sp =
-            unsafe { <P::Arch as Arch>::init_stack(top, actor_entry::<P>, Arc::as_ptr(&actor) as *mut u8) };
+        let sp = unsafe {
+            <P::Arch as Arch>::init_stack(top, actor_entry::<P>, ActorArc::as_ptr(&actor) as *mut u8)
+        };
         // SAFETY: the actor is not yet shared.
         actor.sp.with_mut(|p| unsafe { *p = sp });
         crate::seam::trace::spawned(life.id, life.name.as_deref(), || {
@@ -156,7 +170,7 @@ impl<P: Platform> RtCore<P> {
 /// # Safety
 ///
 /// `me` is the calling (running) actor and `c` its worker context.
-pub(crate) unsafe fn start_here<P: Platform>(c: *mut WorkerCtx<P>, me: *const Actor, child: Arc<Actor>) {
+pub(crate) unsafe fn start_here<P: Platform>(c: *mut WorkerCtx<P>, me: *const Actor, child: ActorArc) {
     // SAFETY: `c` is the running actor's worker context, live, and this
     // thread serves its worker, the slot's one user (a detached context's
     // worker is served by another thread: work-first then, as before).
@@ -165,7 +179,7 @@ pub(crate) unsafe fn start_here<P: Platform>(c: *mut WorkerCtx<P>, me: *const Ac
         if !(*c).detached && (*(*c).worker).run_next.peek().is_null() && rt.nothing_queued_here((*c).index) {
             // As a wake puts a woken actor (`Shared::schedule`): the slot
             // is empty, so nothing is displaced and nobody is notified.
-            (*c).woke = Arc::as_ptr(&child);
+            (*c).woke = ActorArc::as_ptr(&child);
             rt.put_run_next_here(child, (*c).index);
             return;
         }

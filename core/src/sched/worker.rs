@@ -7,7 +7,7 @@
 use super::*;
 
 impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
-    fn schedule(&self, a: Arc<Actor>) {
+    fn schedule(&self, a: ActorArc) {
         let c = ctx::<P>();
         // SAFETY: a non-null context is this thread's live worker context.
         // A detached one's worker is served by another thread (its slot is
@@ -17,7 +17,7 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
             // SAFETY: as above.
             let w = &self.core.workers[unsafe { (*c).index }];
             // SAFETY: as above; the running actor's turn (`enter` clears it).
-            unsafe { (*c).woke = Arc::as_ptr(&a) };
+            unsafe { (*c).woke = ActorArc::as_ptr(&a) };
             self.put_run_next(w, a);
         } else {
             self.push_outside(a);
@@ -29,12 +29,12 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 
     #[inline]
-    fn pop_queued(&self, index: usize) -> Option<Arc<Actor>> {
+    fn pop_queued(&self, index: usize) -> Option<ActorArc> {
         self.pop_queue(&self.core.workers[index])
     }
 
     #[inline]
-    fn requeue(&self, a: Arc<Actor>, index: usize) {
+    fn requeue(&self, a: ActorArc, index: usize) {
         self.push_yield(a, &self.core.workers[index]);
     }
 
@@ -45,7 +45,7 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     }
 
     #[inline]
-    fn put_run_next_here(&self, a: Arc<Actor>, index: usize) {
+    fn put_run_next_here(&self, a: ActorArc, index: usize) {
         self.put_run_next(&self.core.workers[index], a);
     }
 }
@@ -53,10 +53,10 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
 /// Takes the actor in a run-next slot, if any (the slot holds
 /// `Arc::into_raw` pointers; its owner's take, or the runtime's teardown
 /// after the worker threads are joined).
-pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<Arc<Actor>> {
+pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<ActorArc> {
     let p = slot.take();
     // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
-    (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+    (!p.is_null()).then(|| unsafe { ActorArc::from_raw(p) })
 }
 
 /// Switches from the worker's stack into actor `a` and returns when it
@@ -87,7 +87,7 @@ pub(crate) enum Next {
     /// Search for work.
     Find,
     /// Run this actor at once (it inherits the timeslice).
-    Run(Arc<Actor>),
+    Run(ActorArc),
     /// Leave worker duty: another thread serves this worker now.
     Retire,
 }
@@ -106,7 +106,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// caller is the thread serving worker `w` (a thread that serves none
     /// calls [`push_outside`](Self::push_outside)).
     #[inline]
-    pub(crate) fn push(&self, a: Arc<Actor>, w: &WorkerShared) {
+    pub(crate) fn push(&self, a: ActorArc, w: &WorkerShared) {
         if self.push_own(a, w) && self.core.idle.notify_one() {
             w.counters.wakeups(1);
         }
@@ -124,7 +124,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// actor in its run-next slot does, instead of waking a sleeper. A
     /// worker asleep before the push is seen and woken as by `push`.
     #[inline]
-    pub(crate) fn push_yield(&self, a: Arc<Actor>, w: &WorkerShared) {
+    pub(crate) fn push_yield(&self, a: ActorArc, w: &WorkerShared) {
         if self.push_own(a, w) && self.core.idle.may_sleep() && self.core.idle.notify_one() {
             w.counters.wakeups(1);
         }
@@ -134,7 +134,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// worker `w`'s; returns whether other workers may need a notify (a
     /// one-worker runtime's one worker is the caller).
     #[inline(always)]
-    fn push_own(&self, a: Arc<Actor>, w: &WorkerShared) -> bool {
+    fn push_own(&self, a: ActorArc, w: &WorkerShared) -> bool {
         let counters = &w.counters;
         // Counted before the push: once pushed, another worker may pop and
         // finish the actor before we would count it, and a snapshot taken
@@ -161,7 +161,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
 
     /// [`push`](Self::push) from a thread that is not (or no longer) a
     /// worker: counted in the outside block.
-    pub(crate) fn push_outside(&self, a: Arc<Actor>) {
+    pub(crate) fn push_outside(&self, a: ActorArc) {
         self.core.outside.shared_enqueued(1);
         self.queue.push(a);
         if self.core.idle.notify_one() {
@@ -171,13 +171,13 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
 
     /// Puts `a` in worker `w`'s run-next slot; a displaced actor is queued.
     #[inline]
-    pub(crate) fn put_run_next(&self, w: &WorkerShared, a: Arc<Actor>) {
+    pub(crate) fn put_run_next(&self, w: &WorkerShared, a: ActorArc) {
         serve::check::<P>(w, "run-next slot");
-        let old = w.run_next.put(Arc::into_raw(a) as *mut Actor);
+        let old = w.run_next.put(ActorArc::into_raw(a) as *mut Actor);
         if !old.is_null() {
             // SAFETY: the slot holds `Arc::into_raw` pointers; `put` handed
             // the displaced one to us.
-            self.push(unsafe { Arc::from_raw(old) }, w);
+            self.push(unsafe { ActorArc::from_raw(old) }, w);
         }
     }
 
@@ -201,7 +201,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// # Safety
     ///
     /// `ctx` is the calling worker's context.
-    pub(crate) unsafe fn find_work(&self, ctx: *mut WorkerCtx<P>) -> Option<(Arc<Actor>, bool)> {
+    pub(crate) unsafe fn find_work(&self, ctx: *mut WorkerCtx<P>) -> Option<(ActorArc, bool)> {
         // SAFETY: `ctx` is ours (caller contract).
         let (index, streak) = unsafe { ((*ctx).index, &mut (*ctx).streak) };
         let me = &self.core.workers[index];
@@ -258,7 +258,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     }
 
     #[inline]
-    pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<Arc<Actor>> {
+    pub(crate) fn pop_queue(&self, me: &WorkerShared) -> Option<ActorArc> {
         serve::check::<P>(me, "part of the run queue");
         // A few µs of patience before a steal of another worker's short
         // run of actors (`spin::steal_patience`); this worker's own part
@@ -432,7 +432,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
 
     /// An actor ended (its stack already dealt with): marks it done, drops
     /// the worker's reference, and wakes its joiner into the run-next slot.
-    pub(crate) fn retire(&self, w: &WorkerShared, a: Arc<Actor>, wake: Option<Arc<Actor>>) {
+    pub(crate) fn retire(&self, w: &WorkerShared, a: ActorArc, wake: Option<ActorArc>) {
         if let Some(j) = self.end_actor(a, wake, w.index) {
             self.put_run_next(w, j);
         }
@@ -442,12 +442,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// drops the caller's reference and counts it gone (in the live count's
     /// shard `shard`: the worker it ended on); returns its joiner if that
     /// must now be scheduled.
-    pub(crate) fn end_actor(
-        &self,
-        a: Arc<Actor>,
-        wake: Option<Arc<Actor>>,
-        shard: usize,
-    ) -> Option<Arc<Actor>> {
+    pub(crate) fn end_actor(&self, a: ActorArc, wake: Option<ActorArc>, shard: usize) -> Option<ActorArc> {
         // Release: a joiner never reads it; debugging aid only.
         a.state.store(DONE, Ordering::Release);
         self.unregister(&a);
@@ -456,7 +451,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         if self.core.shutdown.load(Ordering::SeqCst) && self.core.live() == 0 {
             self.core.idle.notify_all();
         }
-        wake.and_then(Actor::wake)
+        wake.and_then(ActorArc::wake)
     }
 
     /// Takes an ended actor out of the registry (dumps).

@@ -4,15 +4,14 @@
 //! body and completes its slot. The slot and the body share one allocation
 //! (`slot`'s module doc has the cell and the slot's handshake).
 
-use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::actor::exit::{ExitReason, JoinError};
-use crate::actor::life::{ActorRef, Life};
+use crate::actor::life::ActorRef;
 use crate::actor::WAIT_JOIN;
-use crate::actor::{AbortJoin, Actor, CANCEL_UNWINDING};
+use crate::actor::{AbortJoin, Actor, ActorArc, LifeRef, CANCEL_UNWINDING};
 use crate::msg::wait::Waiter;
 use crate::sched::timer::PokeWith;
 use crate::seam::platform::Platform;
@@ -52,7 +51,7 @@ impl<T, P: Platform> Completer<T, P> {
         drop(completer);
     }
 
-    pub(crate) fn complete(mut self, r: Result<T, JoinError>) -> Option<Arc<Actor>> {
+    pub(crate) fn complete(mut self, r: Result<T, JoinError>) -> Option<ActorArc> {
         let slot = self.slot.take()?;
         slot.complete::<P>(Some(r))
     }
@@ -70,7 +69,7 @@ impl<T, P: Platform> Drop for Completer<T, P> {
 }
 
 impl<T, P: Platform> AbortJoin for Completer<T, P> {
-    fn abort(&mut self, e: JoinError) -> Option<Arc<Actor>> {
+    fn abort(&mut self, e: JoinError) -> Option<ActorArc> {
         self.slot.take().and_then(|s| s.complete::<P>(Some(Err(e))))
     }
 }
@@ -81,7 +80,7 @@ impl<T, P: Platform> AbortJoin for Completer<T, P> {
 pub struct JoinHandle<T, P: Platform> {
     pub(crate) slot: SlotRef<T>,
     pub(crate) id: u64,
-    pub(crate) life: Arc<Life>,
+    pub(crate) life: LifeRef,
     pub(crate) _p: PhantomData<fn() -> P>,
 }
 
@@ -181,8 +180,8 @@ impl<T, P: Platform> JoinHandle<T, P> {
         // SAFETY: `me` is the running actor; clone its Arc for the waiter
         // registration (the slot then co-owns it until it wakes us).
         let me_arc = unsafe {
-            Arc::increment_strong_count(me);
-            Arc::from_raw(me)
+            ActorArc::increment_count(me);
+            ActorArc::from_raw(me)
         };
         // SAFETY: we are the only joiner (the handle is consumed by `join`)
         // and the slot is EMPTY: nothing is registered.
@@ -265,7 +264,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
 
 /// Builds the entry of an actor running `f`, and its join handle: one
 /// allocation for both (`slot::cell`).
-pub(crate) fn make_entry<P, F, T>(id: u64, life: Arc<Life>, f: F) -> (Entry, JoinHandle<T, P>)
+pub(crate) fn make_entry<P, F, T>(id: u64, life: LifeRef, f: F) -> (Entry, JoinHandle<T, P>)
 where
     P: Platform,
     F: FnOnce() -> T + Send + 'static,
@@ -306,7 +305,7 @@ where
     ///
     /// `c` is the entry's cell, a `BodyCell<T, F>`, as `BodyCell::take`
     /// requires.
-    unsafe fn run(c: NonNull<u8>, actor: &Actor) -> Option<Arc<Actor>> {
+    unsafe fn run(c: NonNull<u8>, actor: &Actor) -> Option<ActorArc> {
         // SAFETY: contract.
         let (f, slot) = unsafe { BodyCell::<T, F>::take(c.cast()) };
         run_body::<P, F, T>(
@@ -331,7 +330,7 @@ where
 /// The harness around an actor's body: starts it unless a kill or
 /// cancellation came first, catches its panic, runs its exit path, and
 /// completes its slot; returns the joiner to wake.
-fn run_body<P, F, T>(actor: &Actor, f: F, completer: Completer<T, P>) -> Option<Arc<Actor>>
+fn run_body<P, F, T>(actor: &Actor, f: F, completer: Completer<T, P>) -> Option<ActorArc>
 where
     P: Platform,
     F: FnOnce() -> T + Send + 'static,

@@ -22,8 +22,7 @@ pub use reserve::Reserved;
 
 use alloc::sync::Arc;
 
-use crate::actor::life::Life;
-use crate::actor::Actor;
+use crate::actor::{ActorArc, LifeRef};
 use crate::msg::mailbox::{self, Addr, Mailbox};
 use crate::sched::{self, RtCore};
 use crate::seam::error::SpawnError;
@@ -38,7 +37,7 @@ pub(crate) enum Origin<'a, P: Platform> {
     Here,
     /// From any thread: queued on `core`'s runtime by `push` (which counts
     /// and wakes a worker).
-    Outside(&'a RtCore<P>, &'a dyn Fn(Arc<Actor>)),
+    Outside(&'a RtCore<P>, &'a dyn Fn(ActorArc)),
 }
 
 /// Who a new actor is.
@@ -47,16 +46,16 @@ pub(crate) enum Identity {
     New(Option<Arc<str>>),
     /// A reserved actor's `Life` (already shared through its addresses),
     /// reserved on the runtime whose core is at this address.
-    Reserved(Arc<Life>, usize),
+    Reserved(LifeRef, usize),
 }
 
 /// The one spawn path: a child named `name` whose body `build` makes from
-/// the child's [`Life`] (its id and name, for a mailbox bound to it).
+/// the child's [`Life`](crate::actor::life::Life) (its id and name, for a mailbox bound to it).
 pub(crate) fn spawn_with<P, F, T>(
     origin: Origin<'_, P>,
     name: Option<Arc<str>>,
     stack: Option<usize>,
-    build: impl FnOnce(&Arc<Life>) -> F,
+    build: impl FnOnce(&LifeRef) -> F,
 ) -> Result<JoinHandle<T, P>, SpawnError>
 where
     P: Platform,
@@ -71,7 +70,7 @@ pub(crate) fn spawn_as<P, F, T>(
     origin: Origin<'_, P>,
     who: Identity,
     stack: Option<usize>,
-    build: impl FnOnce(&Arc<Life>) -> F,
+    build: impl FnOnce(&LifeRef) -> F,
 ) -> Result<JoinHandle<T, P>, SpawnError>
 where
     P: Platform,

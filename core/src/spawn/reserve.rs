@@ -11,6 +11,7 @@ use super::join::JoinHandle;
 use super::{spawn_as, Identity, Origin};
 use crate::actor::exit::ExitReason;
 use crate::actor::life::{ActorRef, Life};
+use crate::actor::LifeRef;
 use crate::msg::mailbox::{self, Addr, Mailbox};
 use crate::sched::RtCore;
 use crate::seam::error::SpawnError;
@@ -49,7 +50,7 @@ use crate::seam::platform::Platform;
 /// assert_eq!(ping.join().unwrap(), 4);
 /// ```
 pub struct Reserved<M, P: Platform> {
-    life: Arc<Life>,
+    life: LifeRef,
     /// `None` once spawned.
     mb: Option<Mailbox<M, P>>,
     stack: Option<usize>,
@@ -83,7 +84,14 @@ pub(crate) unsafe fn reserve_in<M: Send + 'static, P: Platform>(
 ) -> (Addr<M, P>, Reserved<M, P>) {
     // SAFETY: forwarded contract.
     let id = unsafe { core.new_id(c) };
-    let life = Life::new(id, name, (0, 0), core.mailbox_depths);
+    let life = Life::new_block(
+        id,
+        name,
+        (0, 0),
+        core.mailbox_depths,
+        crate::sched::block_alloc::<P>,
+        crate::sched::block_free::<P>,
+    );
     let (mb, addr) = mailbox::owned::<M, P>(&life, cap);
     let r = Reserved {
         life,

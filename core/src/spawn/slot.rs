@@ -42,7 +42,7 @@ use core::ops::Deref;
 use core::ptr::{self, NonNull};
 
 use crate::actor::exit::JoinError;
-use crate::actor::Actor;
+use crate::actor::ActorArc;
 use crate::msg::wait::Waiter;
 use crate::sched::{block_alloc, block_free};
 use crate::seam::platform::Platform;
@@ -92,7 +92,7 @@ impl<T> JoinSlot<T> {
     pub(crate) fn complete<F: crate::seam::platform::Futex>(
         &self,
         r: Option<Result<T, JoinError>>,
-    ) -> Option<Arc<Actor>> {
+    ) -> Option<ActorArc> {
         // SAFETY: only the finishing side writes `result`, once, before DONE.
         self.result.with_mut(|p| unsafe { *p = r });
         // AcqRel: Release publishes `result` to the joiner's Acquire load of
@@ -388,7 +388,7 @@ pub mod loom_join {
         let h = JoinHandle {
             slot,
             id,
-            life: Life::new(id, None, (0, 0), false),
+            life: Life::detached(id, false),
             _p: PhantomData,
         };
         (

@@ -43,12 +43,13 @@
 //! actor.
 
 use alloc::boxed::Box;
-use alloc::sync::{Arc, Weak};
+use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 
 use crate::actor::exit::Down;
 use crate::actor::life::{ActorRef, AddLink, Life};
+use crate::actor::LifeRef;
 use crate::msg::channel::{oneshot, OneshotReceiver};
 use crate::msg::mailbox::{self, Addr, Mailbox};
 use crate::seam::error::SpawnError;
@@ -258,26 +259,35 @@ pub fn link<P: Platform>(other: &ActorRef<P>) -> bool {
 /// Links `me` and `other` (two actors): records the link and, for a new
 /// entry, installs the exit hook on each side (`me`'s first: a hook added
 /// to an actor that has ended runs at once, and may kill `me`).
-fn link_lives<P: Platform>(me: &Arc<Life>, other: &Arc<Life>) {
+fn link_lives<P: Platform>(me: &LifeRef, other: &LifeRef) {
     if me.add_link::<P>(other) != AddLink::New {
         return;
     }
     for (ended, peer) in [(me, other), (other, me)] {
-        // Weak: the hook lives in `ended`'s own `Life`.
-        let (ended_w, to_peer) = (Arc::downgrade(ended), peer.clone());
+        // Not counted: the hook lives in `ended`'s own `Life`.
+        let (ended_p, to_peer) = (OwnLife(&**ended), peer.clone());
         ended
             .hooks
-            .add(Box::new(move |d: &Down| exit_of::<P>(&ended_w, &to_peer, d)));
+            .add(Box::new(move |d: &Down| exit_of::<P>(&ended_p, &to_peer, d)));
     }
 }
 
+/// The `Life` whose exit hook holds this, uncounted (a count would keep
+/// the `Life` alive through its own hooks).
+struct OwnLife(*const Life);
+
+// SAFETY: a pointer to a `Life` (`Sync`), read only while it is alive
+// (`exit_of`'s contract).
+unsafe impl Send for OwnLife {}
+
 /// A link's exit hook: `ended` ended with `d`; if the link still holds
 /// (no `unlink`, no claim by `peer`'s own exit), kill `peer` or tell it.
-fn exit_of<P: Platform>(ended: &Weak<Life>, peer: &Life, d: &Down) {
-    // The `Life` runs its own hooks: it is alive.
-    let Some(ended) = ended.upgrade() else {
-        return;
-    };
+fn exit_of<P: Platform>(ended: &OwnLife, peer: &LifeRef, d: &Down) {
+    // SAFETY: a hook runs only while its `Life` lives: from its close
+    // (`Life::end`, on a reference to it) or from `add` on a list already
+    // closed (the adder holds a reference); a hook dropped unrun never
+    // reads it.
+    let ended = unsafe { &*ended.0 };
     if !ended.claim_link::<P>(peer) || !d.reason.is_abnormal() || peer.hooks.is_closed() {
         return;
     }

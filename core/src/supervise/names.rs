@@ -59,7 +59,7 @@ where
     let name: Arc<str> = Arc::from(name);
     let entry = Entry {
         id: life.id,
-        life: Arc::downgrade(life),
+        life: life.clone(),
         addr: Box::new(addr.clone()),
     };
     if names.insert(name.clone(), entry).is_err() {

@@ -75,7 +75,7 @@ use core::ptr;
 
 use alloc::sync::Arc;
 
-use crate::actor::Actor;
+use crate::actor::{Actor, ActorArc};
 use crate::lockfree::mpsc_queue::{MpscQueue, Pop};
 use crate::msg::wait::{ThreadWaiter, Waiter};
 use crate::sched::{self, WorkerCtx};
@@ -126,7 +126,7 @@ impl WaiterSlot {
 
     fn encode(w: Waiter) -> *mut u8 {
         match w {
-            Waiter::Actor(a) => Arc::into_raw(a).cast_mut().cast(),
+            Waiter::Actor(a) => ActorArc::into_raw(a).cast_mut().cast(),
             Waiter::Thread(t) => Arc::into_raw(t)
                 .cast_mut()
                 .cast::<u8>()
@@ -145,8 +145,8 @@ impl WaiterSlot {
             // tag says so), its reference now ours (contract).
             Waiter::Thread(unsafe { Arc::from_raw(t) })
         } else {
-            // SAFETY: as above, for an `Arc<Actor>`.
-            Waiter::Actor(unsafe { Arc::from_raw(p.cast::<Actor>()) })
+            // SAFETY: as above, for an `ActorArc`.
+            Waiter::Actor(unsafe { ActorArc::from_raw(p.cast::<Actor>()) })
         }
     }
 
@@ -527,7 +527,7 @@ impl<T> Chan<T> {
         };
         let thread = match &w {
             Waiter::Thread(t) => Ok(t.clone()),
-            Waiter::Actor(a) => Err(Arc::as_ptr(a)),
+            Waiter::Actor(a) => Err(ActorArc::as_ptr(a)),
         };
         // R1.
         self.rx.put(w);
