@@ -218,7 +218,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Actor::wake`: PARKED → RUNNABLE (the caller schedules it), RUNNING
     /// → NOTIFIED (it runs again when it parks).
-    // mirror: core/src/actor/mod.rs wake 0ebbbf185628
+    // mirror: core/src/actor/mod.rs wake ffe860f25212
     fn wake(&self, a: usize) -> bool {
         // Acquire / AcqRel: as `Actor::wake` (pairs with the state stores in
         // `run`).
@@ -237,8 +237,8 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::schedule` from a plain thread (`push_outside`).
-    // mirror: core/src/sched/worker.rs schedule 58eb778dce01
-    // mirror: core/src/sched/worker.rs push_outside 92973c9af145
+    // mirror: core/src/sched/worker.rs schedule 473d96a62abf
+    // mirror: core/src/sched/worker.rs push_outside 4b09c20acf53
     fn schedule_outside(&self, a: usize) {
         let mut a = a;
         while let Err(back) = self.queue.push(a) {
@@ -249,7 +249,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::put_run_next` (`schedule` from a worker).
-    // mirror: core/src/sched/worker.rs put_run_next 45d3a61b3c17
+    // mirror: core/src/sched/worker.rs put_run_next 92ea4601ea69
     fn put_run_next(&self, i: usize, a: usize) {
         let old = self.run_next[i].put(Box::into_raw(Box::new(a)));
         if let Some(old) = own(old) {
@@ -258,7 +258,7 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Shared::push`, a worker's own push: the queue, then the notify.
-    // mirror: core/src/sched/worker.rs push 4ce193e2cd6b
+    // mirror: core/src/sched/worker.rs push 36657da54cbd
     fn push(&self, a: usize) {
         if self.push_own(a) {
             self.idle.notify_one();
@@ -267,7 +267,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::push_yield`, a yield's push: as `push`, but the notify only
     /// where a worker is seen asleep without the Dekker fence.
-    // mirror: core/src/sched/worker.rs push_yield babb45eb1a84
+    // mirror: core/src/sched/worker.rs push_yield 44604af174f0
     fn push_yield(&self, a: usize) {
         if self.push_own(a) && self.idle.may_sleep() {
             self.idle.notify_one();
@@ -277,7 +277,7 @@ impl<Q: Queue> Rt<Q> {
     /// `Shared::push_own`, the queue half of both: pushes `a` (retrying a
     /// full queue); whether other workers may need a notify (a one-worker
     /// runtime's one worker is the caller).
-    // mirror: core/src/sched/worker.rs push_own 31a34d8a5417
+    // mirror: core/src/sched/worker.rs push_own 304e71e6aeae
     fn push_own(&self, a: usize) -> bool {
         let mut a = a;
         while let Err(back) = self.queue.push_worker(a) {
@@ -292,8 +292,8 @@ impl<Q: Queue> Rt<Q> {
     /// owner, the striped queue's patience: a `None` with items queued,
     /// which the idle path's `has_work` sees, as here, so this replica's
     /// exact pop covers it.)
-    // mirror: core/src/sched/worker.rs find_work 9453446010fd
-    // mirror: core/src/sched/worker.rs pop_queue c28a7a75eafd
+    // mirror: core/src/sched/worker.rs find_work 6fc4c73165d1
+    // mirror: core/src/sched/worker.rs pop_queue 74302a54302f
     fn find_work(&self, i: usize) -> Option<usize> {
         own(self.run_next[i].take()).or_else(|| self.queue.pop_worker())
     }
@@ -309,9 +309,9 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run 0edcc5d1e25e
-    // mirror: core/src/sched/worker.rs retire 88e681dfec77
-    // mirror: core/src/sched/worker.rs end_actor daff19fbf5e0
+    // mirror: core/src/sched/run.rs run d6cc51879c34
+    // mirror: core/src/sched/worker.rs retire 7063f4c9a3dd
+    // mirror: core/src/sched/worker.rs end_actor 17febc241b3d
     fn run(&self, i: usize, a: usize) {
         // Relaxed, Release: as `Shared::run` and `Shared::retire` (the worker
         // owns the actor; wakers only CAS from PARKED/RUNNING).

@@ -37,7 +37,7 @@ impl Waiter {
     /// A waiter for the caller: the running actor, or this OS thread.
     pub(crate) fn current<P: Platform>() -> Waiter {
         match sched::current_actor::<P>() {
-            // SAFETY: the running actor is alive (its worker holds an Arc);
+            // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
             // we take one more reference for the registration.
             Some(a) => Waiter::Actor(unsafe {
                 ActorArc::increment_count(a);
@@ -57,7 +57,7 @@ impl Waiter {
     pub(crate) fn for_wait<P: Platform>() -> Option<Waiter> {
         match sched::current_for_wait::<P>() {
             (_, true) => None,
-            // SAFETY: the running actor is alive (its worker holds an Arc);
+            // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
             // we take one more reference for the registration.
             (Some(a), false) => Some(Waiter::Actor(unsafe {
                 ActorArc::increment_count(a);

@@ -453,11 +453,11 @@ pub(crate) struct WorkerCtx<P: Platform> {
     /// bookkeeping, a direct handoff) skip the index and its bounds check.
     pub(crate) worker: *const WorkerShared,
     pub(crate) current: *const Actor,
-    /// The worker's reference to the actor it is running (`Arc::into_raw`),
+    /// The worker's reference to the actor it is running (`ActorArc::into_raw`),
     /// while one runs: the actor it switched into, or the one a direct
     /// handoff passed the turn to since (`handoff`'s module doc).
     pub(crate) running: *const Actor,
-    /// A direct handoff's switched-out actor (`Arc::into_raw`) whose
+    /// A direct handoff's switched-out actor (`ActorArc::into_raw`) whose
     /// request the actor switched to carries out, first thing.
     pub(crate) handed: *const Actor,
     /// This thread hosts a detached unwinding actor (`Request::Detach`):

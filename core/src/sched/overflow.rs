@@ -226,7 +226,7 @@ pub extern "C" fn overflow_exit<P: Platform>() -> ! {
     };
     // Clearing `current` first makes the hooks below run as worker code (a
     // send's safe point cannot switch the dead actor).
-    // SAFETY: `a` is the actor that faulted here (its worker holds an Arc);
+    // SAFETY: `a` is the actor that faulted here (its worker holds an `ActorArc`);
     // its abandoned frames stay mapped, so the registered completer is
     // valid; nothing runs on its stack any more.
     unsafe {

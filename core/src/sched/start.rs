@@ -119,7 +119,7 @@ impl<P: Platform> RtCore<P> {
         // end of a fresh mapping of at least the runtime's minimum stack
         // size (`colored_top`); `actor_entry::<P>` takes
         // the actor pointer, which stays valid while the actor runs (its
-        // worker holds an Arc).
+        // worker holds an `ActorArc`).
         let sp = unsafe {
             <P::Arch as Arch>::init_stack(top, actor_entry::<P>, ActorArc::as_ptr(&actor) as *mut u8)
         };

@@ -51,11 +51,11 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
 }
 
 /// Takes the actor in a run-next slot, if any (the slot holds
-/// `Arc::into_raw` pointers; its owner's take, or the runtime's teardown
+/// `ActorArc::into_raw` pointers; its owner's take, or the runtime's teardown
 /// after the worker threads are joined).
 pub(crate) fn take_slot(slot: &Slot<Actor>) -> Option<ActorArc> {
     let p = slot.take();
-    // SAFETY: a non-null slot value is an `Arc::into_raw`, now ours.
+    // SAFETY: a non-null slot value is an `ActorArc::into_raw`, now ours.
     (!p.is_null()).then(|| unsafe { ActorArc::from_raw(p) })
 }
 
@@ -175,7 +175,7 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
         serve::check::<P>(w, "run-next slot");
         let old = w.run_next.put(ActorArc::into_raw(a) as *mut Actor);
         if !old.is_null() {
-            // SAFETY: the slot holds `Arc::into_raw` pointers; `put` handed
+            // SAFETY: the slot holds `ActorArc::into_raw` pointers; `put` handed
             // the displaced one to us.
             self.push(unsafe { ActorArc::from_raw(old) }, w);
         }

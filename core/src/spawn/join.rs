@@ -61,7 +61,7 @@ impl<T, P: Platform> Drop for Completer<T, P> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
             // Nobody can schedule an actor joiner from here (we are being
-            // torn down, possibly outside any worker): dropping its Arc is
+            // torn down, possibly outside any worker): dropping its reference is
             // all we can do; a thread joiner is woken by `complete`.
             drop(slot.complete::<P>(None));
         }
@@ -177,7 +177,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
 
     /// Registers `me` as the waiter: `false` if the result is already in.
     fn register(&self, me: *const Actor) -> bool {
-        // SAFETY: `me` is the running actor; clone its Arc for the waiter
+        // SAFETY: `me` is the running actor; take a reference for the waiter
         // registration (the slot then co-owns it until it wakes us).
         let me_arc = unsafe {
             ActorArc::increment_count(me);
