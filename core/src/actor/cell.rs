@@ -29,16 +29,17 @@
 //! 1. `ctl` leaves 0 once, when the control block is made (a store, made
 //!    before the block's `ActorArc` exists; `upgrade` never moves it from
 //!    0), and comes back to 0 once, when the control block is dropped.
-//! 2. The `actor` half is initialised exactly while `ctl > 0`, and read
-//!    only through an `ActorArc` (or a pointer a holder of one lent).
+//! 2. The `actor` half is initialised from the store of invariant 1 until
+//!    the drop that follows `ctl`'s return to 0, and read only through an
+//!    `ActorArc` (or a pointer a holder of one lent).
 //! 3. `lives > 0` while `ctl > 0` (invariant 1's store comes with the
 //!    `lives` reference that the control block's `life` field holds).
 //! 4. The block is never reached through a reference to the whole `Cell`:
 //!    every access goes through raw field pointers, so a `&Life` held on
 //!    one thread and the control block written on another never alias.
 //!
-//! One allocation where there were two (an `LifeRef` and an
-//! `ActorArc`), from the spawning worker's block cache (`free` gives it
+//! One allocation where there were two (an `Arc<Life>` and an
+//! `Arc<Actor>`), from the spawning worker's block cache (`free` gives it
 //! back to whichever worker's cache drops it last); and no weak reference
 //! from the `Life` to the control block to take and drop (the offset is
 //! fixed).
