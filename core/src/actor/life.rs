@@ -131,7 +131,7 @@ impl Drop for ExitHooks {
     fn drop(&mut self) {
         // An actor dropped without ending (abandoned at shutdown): its
         // hooks never run; free them.
-        // Relaxed: `&mut self` (no other reference; the Arc's drop
+        // Relaxed: `&mut self` (no other reference; the last `LifeRef`'s drop
         // synchronised with every former owner): no read-modify-write.
         let mut p = self.head.load(Ordering::Relaxed);
         while !p.is_null() && p != CLOSED {
