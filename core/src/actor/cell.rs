@@ -76,6 +76,30 @@ const ACTOR_OFFSET: usize = core::mem::offset_of!(Cell, actor);
 /// A count past this is a leak of references (as `Arc` says).
 const MAX_REFS: usize = isize::MAX as usize;
 
+/// Takes one more reference on `count` (as `Arc::clone`).
+#[inline(always)]
+fn take_ref(count: &AtomicUsize) {
+    // Relaxed: a new reference from an existing one: the block is alive
+    // and nothing is published by the count.
+    let old = count.fetch_add(1, Ordering::Relaxed);
+    assert!(old < MAX_REFS, "smarm: actor reference count overflow");
+}
+
+/// Gives back one reference on `count`; `true` if it was the last, and
+/// then every other holder's uses happen before the caller's (as
+/// `Arc::drop`).
+#[inline(always)]
+fn give_ref(count: &AtomicUsize) -> bool {
+    // Release: this holder's uses happen before the last holder's drop.
+    if count.fetch_sub(1, Ordering::Release) != 1 {
+        return false;
+    }
+    // Acquire: pairs with every other holder's Release decrement (a load
+    // rather than a fence: ThreadSanitizer does not see fences).
+    count.load(Ordering::Acquire);
+    true
+}
+
 /// The block of the control block at `a`.
 ///
 /// `a` must come from the block's own pointer (an [`ActorArc`]'s), never
@@ -254,10 +278,7 @@ impl Deref for LifeRef {
 impl Clone for LifeRef {
     #[inline]
     fn clone(&self) -> Self {
-        // Relaxed: a new reference from an existing one (as `Arc::clone`):
-        // the block is alive and nothing is published by the count.
-        let old = self.lives().fetch_add(1, Ordering::Relaxed);
-        assert!(old < MAX_REFS, "smarm: actor reference count overflow");
+        take_ref(self.lives());
         LifeRef { cell: self.cell }
     }
 }
@@ -265,14 +286,9 @@ impl Clone for LifeRef {
 impl Drop for LifeRef {
     #[inline]
     fn drop(&mut self) {
-        // Release: this holder's uses of the `Life` happen before the
-        // drop below (as `Arc::drop`).
-        if self.lives().fetch_sub(1, Ordering::Release) != 1 {
+        if !give_ref(self.lives()) {
             return;
         }
-        // Acquire: pairs with every other holder's Release decrement (a
-        // load rather than a fence: ThreadSanitizer does not see fences).
-        self.lives().load(Ordering::Acquire);
         let p = self.cell.as_ptr();
         // SAFETY: the last reference: `ctl` is 0 (invariant 3), so the
         // control block was dropped or never made; nobody else can reach
@@ -348,20 +364,19 @@ impl ActorArc {
         a.a == b.a
     }
 
-    /// Takes one more reference for the holder of pointer `p` (an
-    /// `into_raw` pointer, or one lent by a reference's holder), as
-    /// `Arc::increment_strong_count`.
+    /// A new reference to the control block at `p` (an `into_raw`
+    /// pointer, or one lent by a reference's holder, such as the running
+    /// actor's): `Arc::increment_strong_count` and `from_raw` in one.
     ///
     /// # Safety
     ///
     /// `p` points at a live control block, reached from its block's pointer.
     #[inline(always)]
-    pub unsafe fn increment_count(p: *const Actor) {
+    pub unsafe fn clone_from_ptr(p: *const Actor) -> Self {
         // SAFETY: contract: a live block, reachable from `p`.
-        let ctl = unsafe { &*addr_of!((*cell_of(p)).ctl) };
-        // Relaxed: as `Arc::clone`.
-        let old = ctl.fetch_add(1, Ordering::Relaxed);
-        assert!(old < MAX_REFS, "smarm: actor reference count overflow");
+        take_ref(unsafe { &*addr_of!((*cell_of(p)).ctl) });
+        // SAFETY: contract; the count just taken is this reference's.
+        unsafe { Self::from_raw(p) }
     }
 }
 
@@ -379,9 +394,7 @@ impl Deref for ActorArc {
 impl Clone for ActorArc {
     #[inline(always)]
     fn clone(&self) -> Self {
-        // Relaxed: as `Arc::clone`.
-        let old = self.ctl().fetch_add(1, Ordering::Relaxed);
-        assert!(old < MAX_REFS, "smarm: actor reference count overflow");
+        take_ref(self.ctl());
         ActorArc { a: self.a }
     }
 }
@@ -389,13 +402,9 @@ impl Clone for ActorArc {
 impl Drop for ActorArc {
     #[inline]
     fn drop(&mut self) {
-        // Release: as `LifeRef::drop`.
-        if self.ctl().fetch_sub(1, Ordering::Release) != 1 {
-            return;
+        if give_ref(self.ctl()) {
+            drop_control_block(self.a);
         }
-        // Acquire: as `LifeRef::drop`.
-        self.ctl().load(Ordering::Acquire);
-        drop_control_block(self.a);
     }
 }
 

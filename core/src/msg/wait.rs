@@ -39,10 +39,7 @@ impl Waiter {
         match sched::current_actor::<P>() {
             // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
             // we take one more reference for the registration.
-            Some(a) => Waiter::Actor(unsafe {
-                ActorArc::increment_count(a);
-                ActorArc::from_raw(a)
-            }),
+            Some(a) => Waiter::Actor(unsafe { ActorArc::clone_from_ptr(a) }),
             None => Waiter::Thread(Arc::new(ThreadWaiter {
                 word: AtomicU32::new(0),
                 wake: P::wake_one,
@@ -59,10 +56,7 @@ impl Waiter {
             (_, true) => None,
             // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
             // we take one more reference for the registration.
-            (Some(a), false) => Some(Waiter::Actor(unsafe {
-                ActorArc::increment_count(a);
-                ActorArc::from_raw(a)
-            })),
+            (Some(a), false) => Some(Waiter::Actor(unsafe { ActorArc::clone_from_ptr(a) })),
             (None, false) => Some(Waiter::Thread(Arc::new(ThreadWaiter {
                 word: AtomicU32::new(0),
                 wake: P::wake_one,

@@ -460,10 +460,7 @@ pub(crate) unsafe fn wait_ready<P: Platform>(
     }
     // SAFETY: `me` is the running actor, alive while it runs; the entry
     // takes one more reference.
-    let actor = unsafe {
-        ActorArc::increment_count(me);
-        ActorArc::from_raw(me)
-    };
+    let actor = unsafe { ActorArc::clone_from_ptr(me) };
     if !r.join(Who::Actor(actor), interest, ticket) {
         return WaitOutcome::Retry;
     }

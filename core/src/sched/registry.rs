@@ -93,10 +93,7 @@ impl<L: RawLock> Shard<L> {
         for &a in l.0.iter() {
             // SAFETY: a registered actor is alive (see `Shard`); we take a
             // reference of our own before the lock is released.
-            let a = unsafe {
-                ActorArc::increment_count(a);
-                ActorArc::from_raw(a)
-            };
+            let a = unsafe { ActorArc::clone_from_ptr(a) };
             // Relaxed: a candidate; the wake's CAS decides. A `HELD` actor
             // (unwinding, waiting in place) is woken to re-check too: at
             // shutdown its waits give up (`sched::unwinding`).

@@ -87,10 +87,7 @@ pub fn sleep_until_ns<P: Platform>(deadline: u64) {
         }
         // SAFETY: `me` is the running actor, alive while it runs; the entry
         // takes one more reference for the timer's wake.
-        let me_arc = unsafe {
-            ActorArc::increment_count(me);
-            ActorArc::from_raw(me)
-        };
+        let me_arc = unsafe { ActorArc::clone_from_ptr(me) };
         // The entry is the sleep's only registration: the timer wakes us.
         let poke = PokeWith(me_arc, |a: &ActorArc| {
             if let Some(a) = a.clone().wake() {

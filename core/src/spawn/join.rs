@@ -179,10 +179,7 @@ impl<T, P: Platform> JoinHandle<T, P> {
     fn register(&self, me: *const Actor) -> bool {
         // SAFETY: `me` is the running actor; take a reference for the waiter
         // registration (the slot then co-owns it until it wakes us).
-        let me_arc = unsafe {
-            ActorArc::increment_count(me);
-            ActorArc::from_raw(me)
-        };
+        let me_arc = unsafe { ActorArc::clone_from_ptr(me) };
         // SAFETY: we are the only joiner (the handle is consumed by `join`)
         // and the slot is EMPTY: nothing is registered.
         unsafe { self.slot.register(Waiter::Actor(me_arc)) }

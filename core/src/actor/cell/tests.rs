@@ -92,10 +92,7 @@ fn raw_pointers_round_trip_with_their_counts() {
     );
     // SAFETY: `p` is a live control block from `into_raw`; the count
     // taken here is given back by the second `from_raw`.
-    let (b, c) = unsafe {
-        ActorArc::increment_count(p);
-        (ActorArc::from_raw(p), ActorArc::from_raw(p))
-    };
+    let (b, c) = unsafe { (ActorArc::clone_from_ptr(p), ActorArc::from_raw(p)) };
     assert!(ActorArc::ptr_eq(&b, &c));
     assert_eq!(ActorArc::as_ptr(&b), p);
     drop((b, c, ctl));
