@@ -182,3 +182,26 @@ fn spawns_reuse_their_blocks() {
         );
     });
 }
+
+/// An actor spawned with a mailbox adds the mailbox's shared half, a block
+/// from the same cache (it went to the global allocator before): after a
+/// warm-up, a spawn with a mailbox, a message and a join allocate nothing.
+#[test]
+fn mailboxes_reuse_their_blocks() {
+    with_timeout(60, || {
+        const N: u64 = 1000;
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let n = rt.block_on(|| {
+            allocs_of(|| {
+                for i in 0..N {
+                    let (addr, h) = smarm::spawn_actor(|mut mb: Mailbox<u64>| mb.recv().unwrap() * 3);
+                    addr.send(i).unwrap();
+                    drop(addr);
+                    assert_eq!(h.join().unwrap(), i * 3);
+                }
+            })
+        });
+        eprintln!("allocations per spawn with a mailbox, send and join: {n} / {N}");
+        assert_eq!(n, 0, "{n} allocations for {N} spawns with a mailbox");
+    });
+}

@@ -51,6 +51,7 @@ use core::ptr::{self, addr_of, addr_of_mut, NonNull};
 
 use crate::actor::life::Life;
 use crate::actor::Actor;
+use crate::sync::block_arc::{give_ref, take_ref};
 use crate::sync::{fence, AtomicUsize, Ordering};
 
 /// Allocates a block for a layout (never null): a worker's block cache, or
@@ -75,30 +76,6 @@ const ACTOR_OFFSET: usize = core::mem::offset_of!(Cell, actor);
 
 /// A count past this is a leak of references (as `Arc` says).
 const MAX_REFS: usize = isize::MAX as usize;
-
-/// Takes one more reference on `count` (as `Arc::clone`).
-#[inline(always)]
-fn take_ref(count: &AtomicUsize) {
-    // Relaxed: a new reference from an existing one: the block is alive
-    // and nothing is published by the count.
-    let old = count.fetch_add(1, Ordering::Relaxed);
-    assert!(old < MAX_REFS, "smarm: actor reference count overflow");
-}
-
-/// Gives back one reference on `count`; `true` if it was the last, and
-/// then every other holder's uses happen before the caller's (as
-/// `Arc::drop`).
-#[inline(always)]
-fn give_ref(count: &AtomicUsize) -> bool {
-    // Release: this holder's uses happen before the last holder's drop.
-    if count.fetch_sub(1, Ordering::Release) != 1 {
-        return false;
-    }
-    // Acquire: pairs with every other holder's Release decrement (a load
-    // rather than a fence: ThreadSanitizer does not see fences).
-    count.load(Ordering::Acquire);
-    true
-}
 
 /// The block of the control block at `a`.
 ///

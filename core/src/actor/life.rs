@@ -21,7 +21,7 @@
 //! hooks run to the end and it ends with the reason it was ending with.
 
 use alloc::boxed::Box;
-use alloc::sync::{Arc, Weak};
+use alloc::sync::Arc;
 use core::ptr;
 
 pub use crate::actor::actor_ref::ActorRef;
@@ -176,7 +176,7 @@ pub(crate) struct Life {
     /// Closes the actor's mailbox when its owner can no longer drop it
     /// (an overflow recovery abandons the frame that holds it); set once,
     /// before the `Life` is shared.
-    pub(crate) mailbox: RawCell<Option<Weak<dyn CloseDead>>>,
+    pub(crate) mailbox: RawCell<Option<DeadMailbox>>,
     /// The link entries with other actors, under `links_lock`: `(id,
     /// linked)`. An entry exists, in both actors' sets at once, while the
     /// exit hooks the first `link` installed on both sides are pending
@@ -207,15 +207,60 @@ fn set_entry(set: &mut [(u64, bool)], id: u64, linked: bool) {
     }
 }
 
-/// A mailbox whose owner is gone without dropping it.
-pub(crate) trait CloseDead: Send + Sync {
-    /// Closes it (later sends fail) and drops what is queued.
+/// A weak reference to an actor's mailbox, its type erased: closes the
+/// mailbox when its owner is gone without dropping it (an overflow
+/// recovery abandons the frame that holds it). `crate::msg::mailbox`
+/// makes it.
+pub(crate) struct DeadMailbox {
+    /// The mailbox's weak reference, as its maker erased it.
+    weak: ptr::NonNull<()>,
+    /// Closes the mailbox behind `weak`, if it is still alive (later
+    /// sends fail; what is queued is dropped).
+    close: unsafe fn(ptr::NonNull<()>),
+    /// Gives `weak` back.
+    release: unsafe fn(ptr::NonNull<()>),
+}
+
+// SAFETY: `weak` is a weak reference to a mailbox's shared half, which is
+// `Send + Sync` (its maker's contract, `DeadMailbox::new`).
+unsafe impl Send for DeadMailbox {}
+// SAFETY: as above.
+unsafe impl Sync for DeadMailbox {}
+
+impl DeadMailbox {
+    /// Wraps an erased weak reference.
+    ///
+    /// # Safety
+    ///
+    /// `weak` is a weak reference to something `Send + Sync` that `close`
+    /// and `release` are made for: `release` gives it back (once, from
+    /// the drop), `close` only reads through it.
+    pub(crate) unsafe fn new(
+        weak: ptr::NonNull<()>,
+        close: unsafe fn(ptr::NonNull<()>),
+        release: unsafe fn(ptr::NonNull<()>),
+    ) -> Self {
+        Self { weak, close, release }
+    }
+
+    /// Closes the mailbox (later sends fail) and drops what is queued, if
+    /// it is still alive.
     ///
     /// # Safety
     ///
     /// The owning `Mailbox` will never run again (its frame was abandoned):
     /// the caller becomes the queue's single consumer.
-    unsafe fn close_dead(&self);
+    pub(crate) unsafe fn close(&self) {
+        // SAFETY: `new`'s contract, and ours.
+        unsafe { (self.close)(self.weak) }
+    }
+}
+
+impl Drop for DeadMailbox {
+    fn drop(&mut self) {
+        // SAFETY: `new`'s contract: the one give-back.
+        unsafe { (self.release)(self.weak) }
+    }
 }
 
 /// What a trapping actor does with a linked actor's abnormal exit (returns

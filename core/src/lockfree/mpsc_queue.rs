@@ -83,7 +83,8 @@
 //! [`NodeCache`] block layout: take them from [`Node::alloc_global`] or from
 //! any [`NodeCache`] with that layout; free spent ones with
 //! [`Node::free_global`] or into any [`NodeCache`]. The queue frees the
-//! nodes it still holds (stub included) to the global allocator on drop.
+//! nodes it still holds (stub included) to the global allocator on drop,
+//! or to a cache its owner names first ([`MpscQueue::free_nodes_with`]).
 //!
 //! Under loom every node holds loom objects; loom's SeqCst is partial (it
 //! never lets a SeqCst load read a stale value over a newer SeqCst store, but
@@ -434,20 +435,32 @@ impl<T> Node<T> {
     }
 }
 
-impl<T> Drop for MpscQueue<T> {
-    fn drop(&mut self) {
+impl<T> MpscQueue<T> {
+    /// Drops every value still queued and gives every node, the stub
+    /// included, to `free` (a worker's cache, where [`Drop`] would use the
+    /// global allocator); the queue holds no node after it, and its drop
+    /// frees nothing.
+    ///
+    /// # Safety
+    ///
+    /// Nothing uses the queue after it but its drop (its tail is left
+    /// dangling).
+    pub unsafe fn free_nodes_with(&mut self, mut free: impl FnMut(NonNull<Node<T>>)) {
         // `&mut self`: no push or pop is in flight, and whatever gave us the
         // queue ordered their effects before this, so every swap is linked.
         // SAFETY: exclusive access.
         let mut node = self.head.with(|p| unsafe { *p });
+        if node.is_null() {
+            return;
+        }
         // `head` is spent (its value already gone); the values are after it.
         loop {
             // Relaxed: ordered by the exclusive access (above).
             // SAFETY: `node` is a live node of this queue.
             let next = unsafe { &(*node).next }.load(Ordering::Relaxed);
-            // SAFETY: the queue owns `node`, a block of `Node::layout`, and
-            // nothing refers to it any more (we hold `next` already).
-            unsafe { Node::free_global(NonNull::new_unchecked(node)) };
+            // SAFETY: the queue owns `node`, and nothing refers to it any
+            // more (we hold `next` already).
+            free(unsafe { NonNull::new_unchecked(node) });
             let Some(next) = NonNull::new(next) else { break };
             // SAFETY: a linked node after the head holds an initialised value
             // that nobody has taken; it is dropped once, then its node freed.
@@ -461,6 +474,17 @@ impl<T> Drop for MpscQueue<T> {
             node,
             "a push swapped tail but never linked"
         );
+        // SAFETY: exclusive access.
+        self.head.with_mut(|p| unsafe { *p = ptr::null_mut() });
+    }
+}
+
+impl<T> Drop for MpscQueue<T> {
+    fn drop(&mut self) {
+        // SAFETY: this is the drop; every node is a block of
+        // `Node::layout` from some cache or the global allocator,
+        // interchangeable (`NodeCache`).
+        unsafe { self.free_nodes_with(|n| Node::free_global(n)) };
     }
 }
 

@@ -79,6 +79,7 @@ pub(crate) mod chan;
 mod oneshot;
 mod popped;
 mod unbounded;
+mod waiter_slot;
 mod zero;
 
 pub use bounded::{bounded, try_bounded, BoundedReceiver, BoundedSender};

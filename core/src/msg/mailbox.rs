@@ -48,12 +48,10 @@
 //! one allocates now and then (docs/reliability.md, "Allocation").
 //! Senders on plain OS threads use the global allocator.
 
+use crate::actor::life::ActorRef;
+use crate::actor::LifeRef;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
-use alloc::sync::{Arc, Weak};
-
-use crate::actor::life::{ActorRef, CloseDead};
-use crate::actor::LifeRef;
 use core::fmt;
 
 use crate::actor::WAIT_MAILBOX;
@@ -62,7 +60,9 @@ use crate::msg::channel::chan::{Chan, Popped};
 use crate::msg::channel::{RecvError, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use crate::sched;
 use crate::sched::timer::PokeWith;
+use crate::sched::WorkerBlocks;
 use crate::seam::platform::Platform;
+use crate::sync::block_arc::{BlockArc, BlockWeak};
 use core::time::Duration;
 
 pub use crate::seam::error::SendError;
@@ -116,7 +116,7 @@ pub(crate) struct SharedLayout {
 /// sends fail with the message returned; messages still queued are
 /// dropped.
 pub struct Mailbox<M, P: Platform> {
-    shared: Arc<Shared<M, P>>,
+    shared: SharedRef<M, P>,
     save: VecDeque<M>,
 }
 
@@ -124,8 +124,12 @@ pub struct Mailbox<M, P: Platform> {
 /// it from actors and plain threads alike. The mailbox closes for its
 /// receiver (once drained) when the last address is dropped.
 pub struct Addr<M, P: Platform> {
-    shared: Arc<Shared<M, P>>,
+    shared: SharedRef<M, P>,
 }
+
+/// A counted reference to a mailbox's shared half: a block from the
+/// calling worker's cache (`sync::block_arc`), not the global allocator.
+type SharedRef<M, P> = BlockArc<Shared<M, P>, WorkerBlocks<P>>;
 
 impl<M, P: Platform> Clone for Addr<M, P> {
     fn clone(&self) -> Self {
@@ -199,23 +203,21 @@ pub(crate) fn owned<M: Send + 'static, P: Platform>(
     life: &LifeRef,
     cap: Option<usize>,
 ) -> (Mailbox<M, P>, Addr<M, P>) {
-    let (mb, a) = pair::<M, P>(life.clone(), cap);
-    let dead: Weak<dyn CloseDead> = Arc::downgrade(&a.shared) as Weak<dyn CloseDead>;
+    let (shared, weak) = BlockArc::new_with_weak(|| Shared::new(life.clone(), cap));
     // SAFETY: the `Life` is not shared yet beyond its actor's spawn (or
     // its reservation), whose other handles nobody holds yet.
-    unsafe { *life.mailbox.get() = Some(dead) };
-    (mb, a)
+    unsafe { *life.mailbox.get() = Some(dead::erase(weak)) };
+    halves(shared)
 }
 
 /// A new mailbox and its first address, for the actor of `life`.
+#[cfg(any(test, feature = "internals", smarm_loom))]
 fn pair<M: Send, P: Platform>(life: LifeRef, cap: Option<usize>) -> (Mailbox<M, P>, Addr<M, P>) {
-    let shared = crate::sync::arc_in_place(|| Shared {
-        // Sends are counted only where the runtime asked for depths.
-        chan: Chan::with_counted::<P>(life.has_mailbox()),
-        bound: cap.map(|c| Box::new(Bound::new(c))),
-        id: life.id,
-        life,
-    });
+    halves(BlockArc::new(|| Shared::new(life, cap)))
+}
+
+/// The receiving end and the first address of a new shared half.
+fn halves<M, P: Platform>(shared: SharedRef<M, P>) -> (Mailbox<M, P>, Addr<M, P>) {
     (
         Mailbox {
             shared: shared.clone(),
@@ -228,7 +230,7 @@ fn pair<M: Send, P: Platform>(life: LifeRef, cap: Option<usize>) -> (Mailbox<M, 
 /// An address that does not keep the mailbox open (an exit trap's: see
 /// `life::trap_exits_into`): not a sender until upgraded.
 pub(crate) struct WeakAddr<M, P: Platform> {
-    shared: Weak<Shared<M, P>>,
+    shared: BlockWeak<Shared<M, P>, WorkerBlocks<P>>,
 }
 
 impl<M, P: Platform> WeakAddr<M, P> {
@@ -251,7 +253,7 @@ impl<M, P: Platform> Addr<M, P> {
     /// A weak copy of this address.
     pub(crate) fn downgrade(&self) -> WeakAddr<M, P> {
         WeakAddr {
-            shared: Arc::downgrade(&self.shared),
+            shared: BlockArc::downgrade(&self.shared),
         }
     }
 
@@ -358,7 +360,7 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
         let s = &self.shared;
         let b = s.bound.as_ref().expect("a bounded mailbox");
         let r = b.send(&s.chan, msg, WAIT_MAILBOX_SEND, deadline, |ticket| {
-            PokeWith((s.clone(), ticket), |(s, t): &(Arc<Shared<M, P>>, u64)| {
+            PokeWith((s.clone(), ticket), |(s, t): &(SharedRef<M, P>, u64)| {
                 if let Some(b) = &s.bound {
                     b.wake_ticket(*t)
                 }
@@ -391,7 +393,25 @@ impl<M: Send + 'static, P: Platform> Addr<M, P> {
 /// A bounded send parks as a channel send does (dumps show it so).
 const WAIT_MAILBOX_SEND: u8 = crate::actor::WAIT_CHANNEL;
 
-impl<M: Send, P: Platform> CloseDead for Shared<M, P> {
+impl<M: Send, P: Platform> Shared<M, P> {
+    /// A connected, empty shared half for the actor of `life`, bounded to
+    /// `cap` messages if given.
+    fn new(life: LifeRef, cap: Option<usize>) -> Self {
+        Shared {
+            // Sends are counted only where the runtime asked for depths.
+            chan: Chan::with_counted::<P>(life.has_mailbox()),
+            bound: cap.map(|c| Box::new(Bound::new(c))),
+            id: life.id,
+            life,
+        }
+    }
+
+    /// Closes the mailbox (later sends fail) and drops what is queued.
+    ///
+    /// # Safety
+    ///
+    /// The owning `Mailbox` will never run again (its frame was
+    /// abandoned): the caller becomes the queue's single consumer.
     unsafe fn close_dead(&self) {
         // SAFETY: the contract makes us the single consumer; nodes go to the
         // global allocator (interchangeable with any worker's cache).
@@ -399,6 +419,16 @@ impl<M: Send, P: Platform> CloseDead for Shared<M, P> {
         if let Some(b) = &self.bound {
             b.close();
         }
+    }
+}
+
+impl<M, P: Platform> Drop for Shared<M, P> {
+    fn drop(&mut self) {
+        // The stub (and any message a send racing the close left) back to
+        // this worker's cache: a spawn with a mailbox and its end then take
+        // and give back the same nodes.
+        // SAFETY: the shared half's drop: nothing uses the channel after.
+        unsafe { self.chan.free_nodes::<P>() };
     }
 }
 
@@ -520,7 +550,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
             // SAFETY: `&mut self`: the single consumer.
             None => unsafe { shared.pop() },
         };
-        let poke = || PokeWith(shared.clone(), |s: &Arc<Shared<M, P>>| s.chan.wake_receiver());
+        let poke = || PokeWith(shared.clone(), |s: &SharedRef<M, P>| s.chan.wake_receiver());
         // SAFETY: as above.
         unsafe {
             shared
@@ -545,6 +575,7 @@ impl<M, P: Platform> Drop for Mailbox<M, P> {
     }
 }
 
+mod dead;
 mod select;
 #[cfg(test)]
 mod tests;

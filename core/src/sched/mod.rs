@@ -157,7 +157,9 @@ mod live;
 pub mod local;
 mod monitor;
 mod nodes;
-pub(crate) use nodes::{block_alloc, block_free, node_alloc, node_alloc_in, node_free, node_free_in};
+pub(crate) use nodes::{
+    block_alloc, block_free, node_alloc, node_alloc_in, node_free, node_free_in, WorkerBlocks,
+};
 pub(crate) mod names;
 pub mod overflow;
 pub mod queue;

@@ -136,3 +136,21 @@ pub(crate) unsafe fn block_free<P: Platform>(block: NonNull<u8>, layout: Layout)
         }
     }
 }
+
+/// The calling worker's block cache ([`block_alloc`], [`block_free`]) as a
+/// [`Blocks`](crate::sync::block_arc::Blocks): a block taken on one worker
+/// goes back to the cache of the worker (or thread) that frees it.
+pub(crate) struct WorkerBlocks<P>(core::marker::PhantomData<P>);
+
+impl<P: Platform> crate::sync::block_arc::Blocks for WorkerBlocks<P> {
+    #[inline(always)]
+    fn alloc(layout: Layout) -> NonNull<u8> {
+        block_alloc::<P>(layout)
+    }
+
+    #[inline(always)]
+    unsafe fn free(block: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded contract (`Blocks::free`'s is `block_free`'s).
+        unsafe { block_free::<P>(block, layout) }
+    }
+}

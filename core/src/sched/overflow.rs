@@ -241,8 +241,8 @@ pub extern "C" fn overflow_exit<P: Platform>() -> ! {
         };
         // Its mailbox's owner (in the abandoned frames) never drops it:
         // close it here, so sends fail instead of vanishing.
-        if let Some(mb) = (*actor.life.mailbox.get()).as_ref().and_then(|w| w.upgrade()) {
-            mb.close_dead();
+        if let Some(mb) = (*actor.life.mailbox.get()).as_ref() {
+            mb.close();
         }
         actor.life.end(err.reason());
         let wake = match (*actor.abort_join.get()).take() {

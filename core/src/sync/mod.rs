@@ -109,21 +109,13 @@ mod imp {
 
 pub use imp::*;
 
-/// `Arc::new(make())`, with the value built in the allocation rather than
-/// on the stack and copied in: `Arc::new` of a control block a few hundred
-/// bytes long compiled to a `memcpy` call on every spawn.
-#[inline(always)]
-pub(crate) fn arc_in_place<T>(make: impl FnOnce() -> T) -> alloc::sync::Arc<T> {
-    let a = alloc::sync::Arc::<T>::new_uninit();
-    // SAFETY: `a` is the only reference to its fresh allocation, and
-    // `Arc::as_ptr` keeps the allocation's write provenance (std relies on
-    // it for `get_mut` after `from_raw`); the write initialises the value
-    // before `assume_init` and before anyone else can see it.
-    unsafe {
-        alloc::sync::Arc::as_ptr(&a).cast_mut().cast::<T>().write(make());
-        a.assume_init()
-    }
-}
+/// `Arc` and `Weak` over a block from a named allocator (exported only for
+/// core's loom models and tests: the `internals` feature or a loom build).
+#[cfg(any(feature = "internals", smarm_loom))]
+#[doc(hidden)]
+pub mod block_arc;
+#[cfg(not(any(feature = "internals", smarm_loom)))]
+pub(crate) mod block_arc;
 
 /// Exponential backoff for waits that must eventually give the CPU away.
 ///
@@ -199,42 +191,5 @@ impl<T: ?Sized> RawCell<T> {
     #[inline(always)]
     pub fn get(&self) -> *mut T {
         self.0.get()
-    }
-}
-
-#[cfg(all(test, not(smarm_loom)))]
-mod tests {
-    use super::arc_in_place;
-    use alloc::sync::Arc;
-    use core::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Counts its drops; big enough that `Arc::new` would copy it.
-    struct Big {
-        words: [u64; 40],
-        drops: Arc<AtomicUsize>,
-    }
-
-    impl Drop for Big {
-        fn drop(&mut self) {
-            self.drops.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    #[test]
-    fn arc_in_place_holds_the_value_and_drops_it_once() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let a = arc_in_place(|| Big {
-            words: core::array::from_fn(|i| i as u64 * 3),
-            drops: drops.clone(),
-        });
-        assert_eq!(Arc::strong_count(&a), 1);
-        assert_eq!(Arc::weak_count(&a), 0);
-        assert_eq!(a.words[39], 117);
-        let b = a.clone();
-        drop(a);
-        assert_eq!(drops.load(Ordering::Relaxed), 0, "a clone keeps it");
-        assert_eq!(b.words.iter().sum::<u64>(), 3 * (0..40).sum::<u64>());
-        drop(b);
-        assert_eq!(drops.load(Ordering::Relaxed), 1);
     }
 }

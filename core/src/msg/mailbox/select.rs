@@ -3,7 +3,6 @@
 //! with patterns, and with `after`: [`Mailbox::recv_matching_timeout`]).
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
 use core::time::Duration;
 
 use super::{Mailbox, Shared};
@@ -85,7 +84,11 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         let Mailbox { shared, save } = self;
         // SAFETY: `&mut self`: the single consumer.
         let take = |_: &Chan<M>| unsafe { take_matching(shared, save, &mut pred) };
-        let poke = || PokeWith(shared.clone(), |s: &Arc<Shared<M, P>>| s.chan.wake_receiver());
+        let poke = || {
+            PokeWith(shared.clone(), |s: &super::SharedRef<M, P>| {
+                s.chan.wake_receiver()
+            })
+        };
         // SAFETY: as above.
         unsafe {
             shared
