@@ -287,7 +287,7 @@ impl Life {
         alloc: AllocFn,
         free: FreeFn,
     ) -> LifeRef {
-        let life = Life {
+        LifeRef::new(alloc, free, || Life {
             id,
             depths,
             name,
@@ -303,8 +303,7 @@ impl Life {
             mailbox: RawCell::new(None),
             links: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
             links_lock: AtomicBool::new(false),
-        };
-        LifeRef::new(life, alloc, free)
+        })
     }
 
     /// A `Life` in a block of the global allocator (models and tests).

@@ -142,7 +142,7 @@ impl ActorInfo {
 /// `docs/density.md`).
 pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
     use core::mem::size_of;
-    // An Arc's allocation: strong and weak counts, then the value.
+    // A `BlockArc`'s block: strong and weak counts, then the value.
     const fn arc<T>() -> usize {
         2 * size_of::<usize>() + size_of::<T>()
     }
