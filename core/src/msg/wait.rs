@@ -48,11 +48,17 @@ impl Waiter {
     }
 
     /// A waiter for the caller, unless it is an actor whose wait must give
-    /// up at once (`sched::unwinding`): one read of the current-worker
-    /// slot for both.
+    /// up at once (`sched::unwinding`): both from `c`, the current-worker
+    /// slot as the caller read it.
+    ///
+    /// # Safety
+    ///
+    /// `c` is what `sched::ctx::<P>()` returned on this thread, with no
+    /// switch since.
     #[inline]
-    pub(crate) fn for_wait<P: Platform>() -> Option<Waiter> {
-        match sched::current_for_wait::<P>() {
+    pub(crate) unsafe fn for_wait_in<P: Platform>(c: *mut sched::WorkerCtx<P>) -> Option<Waiter> {
+        // SAFETY: forwarded contract.
+        match unsafe { sched::current_for_wait_in::<P>(c) } {
             (_, true) => None,
             // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
             // we take one more reference for the registration.

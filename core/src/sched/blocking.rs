@@ -36,7 +36,7 @@ pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
     // resumes us on this thread, detached (no current worker). No resume
     // point here: an unwind must not start off the runtime (it would reach
     // the entry without rejoining); a kill shows after the rejoin.
-    unsafe { switch_out::<P>(me, Request::Block) };
+    unsafe { switch_out::<P>(ctx::<P>(), me, Request::Block) };
     let mut f = Some(f);
     let mut out = None;
     let r = P::catch_unwind(&mut || {
@@ -47,7 +47,7 @@ pub fn blocking<P: Platform, R>(f: impl FnOnce() -> R) -> R {
     crate::actor::waiting_on(me, crate::actor::WAIT_NONE);
     // SAFETY: as above; the thread's old worker frame requeues us and
     // retires (the actor resumes on whichever worker takes it).
-    unsafe { switch_out::<P>(me, Request::Rejoin) };
+    unsafe { switch_out::<P>(ctx::<P>(), me, Request::Rejoin) };
     match (r, out) {
         (Ok(()), Some(v)) => {
             // SAFETY: `me` is the running actor (on a worker again).

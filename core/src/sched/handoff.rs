@@ -192,10 +192,10 @@ pub(crate) unsafe fn resume_running<P: Platform>(ctx: *mut WorkerCtx<P>) {
 ///
 /// `me` is the calling (running) actor, not unwinding, with
 /// `Request::Park` (or `Yield`, `YieldBehind`, `Spawn`) stored; it must
-/// pass `back` to [`after_resume`].
+/// pass `back` to [`after_resume`]. `c` is what `ctx::<P>()` returned on
+/// this thread, with no switch since.
 #[inline]
-pub(crate) unsafe fn handoff<P: Platform>(me: *const Actor) -> Option<*mut u8> {
-    let c = ctx::<P>();
+pub(crate) unsafe fn handoff<P: Platform>(c: *mut WorkerCtx<P>, me: *const Actor) -> Option<*mut u8> {
     // SAFETY: a non-null context is this thread's live worker context,
     // running `me` (its `running` and `current`); see the module doc for
     // each step.

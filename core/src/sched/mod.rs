@@ -543,10 +543,13 @@ pub(crate) fn unwinding<P: Platform>() -> bool {
 }
 
 /// The calling actor (`None` on a plain thread), and whether its wait must
-/// give up at once ([`unwinding`]): both from one read of the
-/// current-worker slot (a blocking receive's slow path asks for both).
-pub(crate) fn current_for_wait<P: Platform>() -> (Option<*const Actor>, bool) {
-    let c = ctx::<P>();
+/// give up at once ([`unwinding`]): both from `c`, the current-worker slot
+/// as the caller read it (a blocking receive's slow path asks for both).
+///
+/// # Safety
+///
+/// `c` is what `ctx::<P>()` returned on this thread, with no switch since.
+pub(crate) unsafe fn current_for_wait_in<P: Platform>(c: *mut WorkerCtx<P>) -> (Option<*const Actor>, bool) {
     if c.is_null() {
         return (None, false);
     }

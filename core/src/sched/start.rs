@@ -185,7 +185,7 @@ pub(crate) unsafe fn start_here<P: Platform>(c: *mut WorkerCtx<P>, me: *const Ac
         }
     }
     // SAFETY: contract.
-    unsafe { suspend_no_resume_point::<P>(me, Request::Spawn(child)) };
+    unsafe { suspend_no_resume_point::<P>(c, me, Request::Spawn(child)) };
 }
 
 /// A join from the running actor `me` of the actor whose control block is
@@ -216,7 +216,7 @@ pub(crate) unsafe fn run_joined_here<P: Platform>(
             return;
         }
         let Some(a) = take_slot(slot) else { return };
-        suspend_no_resume_point::<P>(me, Request::Spawn(a));
+        suspend_no_resume_point::<P>(c, me, Request::Spawn(a));
     }
 }
 

@@ -10,8 +10,9 @@ use super::*;
 ///
 /// # Safety
 ///
-/// `me` is the calling (running) actor, not unwinding.
-pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
+/// `me` is the calling (running) actor, not unwinding; `c` is what
+/// `ctx::<P>()` returned on this thread, with no switch since.
+pub(crate) unsafe fn switch_out<P: Platform>(c: *mut WorkerCtx<P>, me: *const Actor, req: Request) {
     // SAFETY: the running actor owns `request` and `sched_sp` (actor doc).
     unsafe {
         crate::sched::local::check_switch(me);
@@ -22,7 +23,7 @@ pub(crate) unsafe fn switch_out<P: Platform>(me: *const Actor, req: Request) {
         *(*me).request.get() = req;
         if may_hand {
             // Straight to the actor the worker would run next, if it may be.
-            if let Some(back) = handoff::<P>(me) {
+            if let Some(back) = handoff::<P>(c, me) {
                 after_resume::<P>(me, back);
                 return;
             }
@@ -136,12 +137,13 @@ pub(crate) fn defer_kills<P: Platform, R>(f: impl FnOnce() -> R) -> R {
 ///
 /// # Safety
 ///
-/// `me` is the calling (running) actor.
+/// `me` is the calling (running) actor; `c` is what `ctx::<P>()` returned
+/// on this thread, with no switch since.
 #[inline]
-pub(crate) unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
+pub(crate) unsafe fn suspend<P: Platform>(c: *mut WorkerCtx<P>, me: *const Actor, req: Request) {
     // SAFETY: contract.
     unsafe {
-        if suspend_no_resume_point::<P>(me, req) {
+        if suspend_no_resume_point::<P>(c, me, req) {
             resume_point::<P>(me);
         }
     }
@@ -153,9 +155,14 @@ pub(crate) unsafe fn suspend<P: Platform>(me: *const Actor, req: Request) {
 ///
 /// # Safety
 ///
-/// `me` is the calling (running) actor.
+/// `me` is the calling (running) actor; `c` is what `ctx::<P>()` returned
+/// on this thread, with no switch since.
 #[inline(always)]
-pub(crate) unsafe fn suspend_no_resume_point<P: Platform>(me: *const Actor, req: Request) -> bool {
+pub(crate) unsafe fn suspend_no_resume_point<P: Platform>(
+    mut c: *mut WorkerCtx<P>,
+    me: *const Actor,
+    req: Request,
+) -> bool {
     // SAFETY: contract.
     unsafe {
         if P::panicking() {
@@ -170,8 +177,10 @@ pub(crate) unsafe fn suspend_no_resume_point<P: Platform>(me: *const Actor, req:
                 // The rejoin queued us (a yield); a park re-checks.
                 return true;
             }
+            // The rejoin switched: we may be on another worker now.
+            c = ctx::<P>();
         }
-        switch_out::<P>(me, req);
+        switch_out::<P>(c, me, req);
         true
     }
 }
@@ -209,7 +218,7 @@ pub(crate) unsafe fn detach<P: Platform>(me: *const Actor) {
     // this same thread (the worker side resumes us in place).
     unsafe {
         if !*(*me).detached.get() {
-            switch_out::<P>(me, Request::Detach);
+            switch_out::<P>(ctx::<P>(), me, Request::Detach);
             *(*me).detached.get() = true;
         }
     }
@@ -226,7 +235,7 @@ pub(crate) unsafe fn rejoin<P: Platform>(me: *const Actor) {
     // SAFETY: contract; the running actor owns `detached`.
     unsafe {
         *(*me).detached.get() = false;
-        switch_out::<P>(me, Request::Rejoin);
+        switch_out::<P>(ctx::<P>(), me, Request::Rejoin);
     }
 }
 
@@ -247,32 +256,33 @@ pub(crate) unsafe fn park_in_place<P: Platform>(me: *const Actor) {
 /// [`crate::actor`]); `what` it waits on shows in dumps. Spurious returns
 /// are possible: callers re-check.
 pub(crate) fn park<P: Platform>(what: u8) {
-    match current_actor::<P>() {
-        // SAFETY: `a` is the running actor.
-        Some(a) => unsafe { park_actor::<P>(a, what) },
+    match current_with_ctx::<P>() {
+        // SAFETY: `a` is the running actor; `c` read just now.
+        Some((c, a)) => unsafe { park_actor::<P>(c, a, what) },
         None => P::yield_thread(),
     }
 }
 
-/// [`park`] for a caller that has its actor at hand (no second read of
-/// the current-worker slot).
+/// [`park`] for a caller that has its actor and its worker context at
+/// hand (no second read of the current-worker slot).
 ///
 /// # Safety
 ///
-/// `a` is the calling (running) actor.
+/// `a` is the calling (running) actor; `c` is what `ctx::<P>()` returned
+/// on this thread, with no switch since.
 #[inline]
-pub(crate) unsafe fn park_actor<P: Platform>(a: *const Actor, what: u8) {
+pub(crate) unsafe fn park_actor<P: Platform>(c: *mut WorkerCtx<P>, a: *const Actor, what: u8) {
     crate::actor::waiting_on(a, what);
     // SAFETY: contract.
-    unsafe { suspend::<P>(a, Request::Park) }
+    unsafe { suspend::<P>(c, a, Request::Park) }
 }
 
 /// Lets other actors run: the caller goes to the back of the run queue.
 /// On a plain OS thread, yields the thread.
 pub fn yield_now<P: Platform>() {
-    match current_actor::<P>() {
-        // SAFETY: `a` is the running actor.
-        Some(a) => unsafe { suspend::<P>(a, Request::Yield) },
+    match current_with_ctx::<P>() {
+        // SAFETY: `a` is the running actor; `c` read just now.
+        Some((c, a)) => unsafe { suspend::<P>(c, a, Request::Yield) },
         None => P::yield_thread(),
     }
 }

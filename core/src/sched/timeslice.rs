@@ -246,7 +246,7 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
                 && (*me).rt.as_ref().nothing_queued_here((*c).index)
             {
                 (*c).slice_end = 0;
-                suspend::<P>(me, Request::YieldBehind);
+                suspend::<P>(c, me, Request::YieldBehind);
                 return;
             }
             // Else both go to the queue, the slot's actor first. A
@@ -258,7 +258,7 @@ pub(crate) unsafe fn expire<P: Platform>(c: *mut WorkerCtx<P>) {
                 (*me).rt.as_ref().requeue(next, index);
             }
         }
-        suspend::<P>(me, Request::Yield);
+        suspend::<P>(c, me, Request::Yield);
     }
 }
 

@@ -340,7 +340,7 @@ impl<T> Chan<T> {
                 Err(TryRecvError::Empty) => {
                     // SAFETY: forwarded contract; `park` gets the calling
                     // actor (`wait`'s contract).
-                    if !unsafe { self.wait::<P>(None, |a| sched::park_actor::<P>(a, what)) } {
+                    if !unsafe { self.wait::<P>(c, None, |a| sched::park_actor::<P>(c, a, what)) } {
                         return Err(RecvError);
                     }
                     c = sched::ctx::<P>();
@@ -382,8 +382,12 @@ impl<T> Chan<T> {
                     Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
                 };
             }
-            // SAFETY: forwarded contract.
-            unsafe { self.wait::<P>(Some(deadline), |_| sched::park_until::<P>(what, deadline, poke())) };
+            // SAFETY: forwarded contract; the slot read just now.
+            unsafe {
+                self.wait::<P>(sched::ctx::<P>(), Some(deadline), |_| {
+                    sched::park_until::<P>(what, deadline, poke())
+                })
+            };
         }
     }
 
@@ -421,10 +425,17 @@ impl<T> Chan<T> {
     /// # Safety
     ///
     /// Receiver only, as for [`pop_in_place`](Self::pop_in_place); `park`
-    /// may rely on being given the running actor.
+    /// may rely on being given the running actor. `c` is what `sched::ctx`
+    /// returned on this thread, with no switch since.
     #[cold]
-    unsafe fn wait<P: Platform>(&self, deadline: Option<u64>, park: impl FnOnce(*const Actor)) -> bool {
-        let Some(w) = Waiter::for_wait::<P>() else {
+    unsafe fn wait<P: Platform>(
+        &self,
+        c: *mut WorkerCtx<P>,
+        deadline: Option<u64>,
+        park: impl FnOnce(*const Actor),
+    ) -> bool {
+        // SAFETY: forwarded contract.
+        let Some(w) = (unsafe { Waiter::for_wait_in::<P>(c) }) else {
             return false;
         };
         let thread = match &w {
