@@ -543,8 +543,7 @@ pub(crate) fn unwinding<P: Platform>() -> bool {
 }
 
 /// The calling actor (`None` on a plain thread), and whether its wait must
-/// give up at once ([`unwinding`]): both from `c`, the current-worker slot
-/// as the caller read it (a blocking receive's slow path asks for both).
+/// give up at once ([`unwinding`]), both from `c` (a receive's wait).
 ///
 /// # Safety
 ///
