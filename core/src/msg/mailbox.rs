@@ -42,17 +42,21 @@
 //!
 //! # Allocation
 //!
-//! Message nodes come from the current worker's node cache and go back to
-//! the receiving worker's, so steady-state messaging on one worker
-//! allocates nothing; across workers the caches' levels drift and a dry
+//! The shared half is a block from the spawning worker's cache
+//! (`sync::block_arc`: an `Arc`'s two counts), which the last reference
+//! gives back to its own worker's cache with the queue's last nodes, so
+//! a spawn with a mailbox allocates nothing once warm. Message nodes come
+//! from the current worker's node cache and go back to the receiving
+//! worker's, so steady-state messaging on one worker allocates nothing; across workers the caches' levels drift and a dry
 //! one allocates now and then (docs/reliability.md, "Allocation").
 //! Senders on plain OS threads use the global allocator.
 
-use crate::actor::life::ActorRef;
-use crate::actor::LifeRef;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use core::fmt;
+
+use crate::actor::life::ActorRef;
+use crate::actor::LifeRef;
 
 use crate::actor::WAIT_MAILBOX;
 use crate::msg::channel::bound::{Bound, Sent};

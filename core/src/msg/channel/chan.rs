@@ -461,7 +461,7 @@ impl<T> Chan<T> {
 
     /// Gives the queue's nodes, its stub included, to the calling worker's
     /// cache (its drop would give them to the global allocator, draining a
-    /// cache by one node per channel made), dropping the values still
+    /// cache by one node per mailbox made), dropping the values still
     /// queued.
     ///
     /// # Safety
