@@ -124,8 +124,8 @@ impl<T, B: Blocks> BlockArc<T, B> {
         }
     }
 
-    /// [`new`](Self::new) and a weak reference to it, both counted by the
-    /// block's first stores (no read-modify-write).
+    /// A block holding `make()`, built in place, and a weak reference to
+    /// it, both counted by the block's first stores (no read-modify-write).
     #[inline(always)]
     pub fn new_with_weak(make: impl FnOnce() -> T) -> (Self, BlockWeak<T, B>) {
         let p = Self::make(2, make);
