@@ -15,8 +15,8 @@
 //! - `weak` counts the `BlockWeak`s, plus one that the `BlockArc`s hold
 //!   together while `strong > 0`; the last one dropped frees the block.
 //! - [`BlockWeak::upgrade`] takes a strong reference only while `strong >
-//!   0` (a compare-and-swap from a non-zero count), so `strong` leaves 0
-//!   never: once the value is dropped it stays dropped.
+//!   0` (a compare-and-swap from a non-zero count), so `strong` never
+//!   leaves 0: once the value is dropped it stays dropped.
 //!
 //! Unlike `Arc`, there is no `get_mut`, so nothing locks the weak count:
 //! [`BlockArc::downgrade`] is one increment, not a compare-and-swap loop,
@@ -133,7 +133,8 @@ impl<T, B: Blocks> BlockArc<T, B> {
     }
 
     /// A block with one strong reference and `weak` weak ones (the strong
-    /// side's included).
+    /// side's included). `make` runs after the allocation, so its value is
+    /// stored straight into the block; a panic in it leaks the block.
     #[inline(always)]
     fn make(weak: usize, make: impl FnOnce() -> T) -> NonNull<Inner<T>> {
         let p = B::alloc(Layout::new::<Inner<T>>()).cast::<Inner<T>>();
