@@ -51,7 +51,7 @@ use core::ptr::{self, addr_of, addr_of_mut, NonNull};
 
 use crate::actor::life::Life;
 use crate::actor::Actor;
-use crate::sync::block_arc::{give_ref, take_ref};
+use crate::sync::block_arc::{give_ref, take_ref, take_ref_if_live};
 use crate::sync::{fence, AtomicUsize, Ordering};
 
 /// Allocates a block for a layout (never null): a worker's block cache, or
@@ -73,9 +73,6 @@ struct Cell {
 
 /// How far into the block the control block starts.
 const ACTOR_OFFSET: usize = core::mem::offset_of!(Cell, actor);
-
-/// A count past this is a leak of references (as `Arc` says).
-const MAX_REFS: usize = isize::MAX as usize;
 
 /// The block of the control block at `a`.
 ///
@@ -200,29 +197,14 @@ impl LifeRef {
     /// A reference to the control block while it lives (`ctl > 0`); `None`
     /// before it is made and after it is dropped.
     pub(crate) fn upgrade(&self) -> Option<ActorArc> {
-        // Relaxed: the CAS below is the Acquire; a kill orders this load
-        // after its store with a fence (`kill`).
-        let mut n = self.ctl().load(Ordering::Relaxed);
-        loop {
-            if n == 0 {
-                return None;
-            }
-            assert!(n < MAX_REFS, "smarm: actor reference count overflow");
-            // Acquire: pairs with `make_actor`'s store (the control block's
-            // fields are visible); a count > 0 keeps it alive (invariant 1).
-            match self
-                .ctl()
-                .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    return Some(ActorArc {
-                        // SAFETY: a field of a live block: not null.
-                        a: unsafe { NonNull::new_unchecked(self.actor_ptr().cast_mut()) },
-                    });
-                }
-                Err(now) => n = now,
-            }
-        }
+        // The helper's first load is Relaxed (a kill orders it after its
+        // store with a fence, `kill`); its CAS's Acquire pairs with
+        // `make_actor`'s store (the control block's fields are visible); a
+        // count > 0 keeps it alive (invariant 1).
+        take_ref_if_live(self.ctl()).then(|| ActorArc {
+            // SAFETY: a field of a live block: not null.
+            a: unsafe { NonNull::new_unchecked(self.actor_ptr().cast_mut()) },
+        })
     }
 
     /// Kills the actor: sets the flag its next resume point checks, and

@@ -77,6 +77,28 @@ pub(crate) fn give_ref(count: &AtomicUsize) -> bool {
     true
 }
 
+/// Takes one more reference on `count` unless it is 0 (its referent is
+/// gone, or not made yet): a compare-and-swap from a non-zero count, so a
+/// count at 0 never leaves it here. `true` if it took one.
+#[inline]
+pub(crate) fn take_ref_if_live(count: &AtomicUsize) -> bool {
+    // Relaxed: the CAS below is the Acquire.
+    let mut n = count.load(Ordering::Relaxed);
+    loop {
+        if n == 0 {
+            return false;
+        }
+        assert!(n < MAX_REFS, "smarm: reference count overflow");
+        // Acquire: pairs with the Release that published the referent
+        // (its making, or the decrements of the references dropped
+        // before); a count > 0 keeps it alive from here.
+        match count.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+}
+
 /// The block: both counts, then the value.
 #[repr(C)]
 struct Inner<T> {
@@ -154,7 +176,7 @@ impl<T, B: Blocks> BlockArc<T, B> {
     pub fn downgrade(this: &Self) -> BlockWeak<T, B> {
         // The strong side's weak reference keeps `weak > 0` while `this`
         // lives, and nothing locks the count (no `get_mut`): one increment.
-        take_ref(this.inner().weak());
+        take_ref(this.counts().weak());
         BlockWeak {
             p: this.p,
             _own: PhantomData,
@@ -164,14 +186,14 @@ impl<T, B: Blocks> BlockArc<T, B> {
     #[cfg(any(test, feature = "internals", smarm_loom))]
     /// The strong references now (a racy snapshot, for tests).
     pub fn strong_count(this: &Self) -> usize {
-        this.inner().strong().load(Ordering::Relaxed)
+        this.counts().strong().load(Ordering::Relaxed)
     }
 
     #[cfg(any(test, feature = "internals", smarm_loom))]
     /// The weak references now, without the strong side's one (a racy
     /// snapshot, for tests).
     pub fn weak_count(this: &Self) -> usize {
-        this.inner().weak().load(Ordering::Relaxed) - 1
+        this.counts().weak().load(Ordering::Relaxed) - 1
     }
 
     #[cfg(any(test, feature = "internals", smarm_loom))]
@@ -181,7 +203,7 @@ impl<T, B: Blocks> BlockArc<T, B> {
     }
 
     #[inline(always)]
-    fn inner(&self) -> Counts<'_, T> {
+    fn counts(&self) -> Counts<'_, T> {
         Counts(self.p, PhantomData)
     }
 }
@@ -209,7 +231,7 @@ impl<'a, T> Counts<'a, T> {
 impl<T, B: Blocks> Clone for BlockArc<T, B> {
     #[inline]
     fn clone(&self) -> Self {
-        take_ref(self.inner().strong());
+        take_ref(self.counts().strong());
         Self {
             p: self.p,
             _own: PhantomData,
@@ -231,7 +253,7 @@ impl<T, B: Blocks> Deref for BlockArc<T, B> {
 impl<T, B: Blocks> Drop for BlockArc<T, B> {
     #[inline]
     fn drop(&mut self) {
-        if !give_ref(self.inner().strong()) {
+        if !give_ref(self.counts().strong()) {
             return;
         }
         // SAFETY: the last strong reference, every other holder's uses
@@ -250,27 +272,17 @@ impl<T, B: Blocks> BlockWeak<T, B> {
     /// A strong reference, if the value is still alive.
     #[inline]
     pub fn upgrade(&self) -> Option<BlockArc<T, B>> {
-        let strong = Counts::<T>(self.p, PhantomData).strong();
-        // Relaxed: the CAS below is the Acquire.
-        let mut n = strong.load(Ordering::Relaxed);
-        loop {
-            if n == 0 {
-                return None;
-            }
-            assert!(n < MAX_REFS, "smarm: reference count overflow");
-            // Acquire: pairs with the Release decrements of the strong
-            // references dropped before (as `Weak::upgrade`); a count > 0
-            // keeps the value alive from here.
-            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => {
-                    return Some(BlockArc {
-                        p: self.p,
-                        _own: PhantomData,
-                    })
-                }
-                Err(now) => n = now,
-            }
-        }
+        // Lazily: a `BlockArc` made and dropped on failure would give back
+        // a reference never taken.
+        take_ref_if_live(self.counts().strong()).then(|| BlockArc {
+            p: self.p,
+            _own: PhantomData,
+        })
+    }
+
+    #[inline(always)]
+    fn counts(&self) -> Counts<'_, T> {
+        Counts(self.p, PhantomData)
     }
 
     /// The block's address, giving up this reference without dropping it
@@ -297,7 +309,7 @@ impl<T, B: Blocks> BlockWeak<T, B> {
 
 impl<T, B: Blocks> Clone for BlockWeak<T, B> {
     fn clone(&self) -> Self {
-        take_ref(Counts::<T>(self.p, PhantomData).weak());
+        take_ref(self.counts().weak());
         Self {
             p: self.p,
             _own: PhantomData,
@@ -308,7 +320,7 @@ impl<T, B: Blocks> Clone for BlockWeak<T, B> {
 impl<T, B: Blocks> Drop for BlockWeak<T, B> {
     #[inline]
     fn drop(&mut self) {
-        if give_ref(Counts::<T>(self.p, PhantomData).weak()) {
+        if give_ref(self.counts().weak()) {
             // SAFETY: the last reference of either kind (the strong side
             // holds a weak one while `strong > 0`, and the value was
             // dropped before it gave it back): nobody reaches the block any
