@@ -388,21 +388,40 @@ impl Drop for Entry {
 /// the actor itself while it runs); ownership passes through the state
 /// word's and the run queue's Release/Acquire edges. `sched_sp` is written by
 /// the actor right after each resume and read by it before each suspend.
+///
+/// Layout: `repr(C)`, the fields every switch reads or writes first (`sp`
+/// to `handed`: 64 bytes, so one or two cache lines wherever the block
+/// falls), the rest after. The default layout spread them over three to
+/// four lines of the 192 bytes; among 1,024 yielding actors, each one's
+/// lines are cold when its turn comes (docs/benchmarks.md, "The control
+/// block's first line").
+#[repr(C)]
 pub struct Actor {
-    pub(crate) id: u64,
-    pub(crate) state: AtomicU32,
     pub(crate) sp: RawCell<*mut u8>,
     pub(crate) sched_sp: RawCell<*mut u8>,
     pub(crate) request: RawCell<Request>,
-    pub(crate) cancel: RawCell<u8>,
-    pub(crate) entry: RawCell<Option<Entry>>,
-    pub(crate) stack: RawCell<Option<RawStack>>,
-    /// Frees `stack` if the actor is dropped without exiting (shutdown).
-    pub(crate) stack_free: unsafe fn(RawStack),
     /// The runtime that schedules this actor when a wake makes it runnable.
     /// Valid for the actor's whole life: a runtime outlives its actors (one
     /// that shuts down with actors left keeps its shared state alive).
     pub(crate) rt: NonNull<dyn Schedule>,
+    pub(crate) id: u64,
+    pub(crate) state: AtomicU32,
+    pub(crate) cancel: RawCell<u8>,
+    /// Set by a kill (a copy of `life.killed` on this cache line, read at
+    /// every resume).
+    pub(crate) killed: crate::sync::AtomicBool,
+    /// Detached from the scheduler while unwinding (`Request::Detach`),
+    /// until it rejoins; owned by the running actor.
+    pub(crate) detached: RawCell<bool>,
+    /// Set by a direct handoff that switches to this actor: its resume
+    /// carries out the previous actor's request (`sched::handoff`). Owned
+    /// like `sp`.
+    pub(crate) handed: RawCell<bool>,
+    /// Sections in which resume points do not raise a kill or a
+    /// cancellation (`sched::defer_kills`); owned by the running actor.
+    pub(crate) deferred: RawCell<u32>,
+    /// Frees `stack` if the actor is dropped without exiting (shutdown).
+    pub(crate) stack_free: unsafe fn(RawStack),
     /// Id, name, kill flag, exit hooks: what outlives the control block,
     /// in the same block (`crate::actor::cell`). The one `Life` reference
     /// all `ActorArc`s hold together, dropped after the control block (by
@@ -410,26 +429,15 @@ pub struct Actor {
     /// the `LifeRef` inside (`(*a.life).clone()`), never the wrapper (its
     /// clone would never be dropped).
     pub(crate) life: ManuallyDrop<LifeRef>,
+    pub(crate) entry: RawCell<Option<Entry>>,
+    pub(crate) stack: RawCell<Option<RawStack>>,
     /// Actor-local values; owned by the running actor.
     pub(crate) locals: RawCell<Locals>,
-    /// Set by a kill (a copy of `life.killed` on this cache line, read at
-    /// every resume).
-    pub(crate) killed: crate::sync::AtomicBool,
     /// Its place in the runtime's registry (`crate::rt::dump`).
     pub(crate) reg: crate::sync::AtomicU64,
     /// The join completer in the running entry frame (for an overflow
     /// recovery); owned by the running actor.
     pub(crate) abort_join: RawCell<Option<NonNull<dyn AbortJoin>>>,
-    /// Detached from the scheduler while unwinding (`Request::Detach`),
-    /// until it rejoins; owned by the running actor.
-    pub(crate) detached: RawCell<bool>,
-    /// Sections in which resume points do not raise a kill or a
-    /// cancellation (`sched::defer_kills`); owned by the running actor.
-    pub(crate) deferred: RawCell<u32>,
-    /// Set by a direct handoff that switches to this actor: its resume
-    /// carries out the previous actor's request (`sched::handoff`). Owned
-    /// like `sp`.
-    pub(crate) handed: RawCell<bool>,
     /// Sanitizer fiber state (zero-sized without the sanitizer cfgs);
     /// owned like `sp`.
     #[cfg_attr(not(any(smarm_tsan, smarm_asan)), allow(dead_code))]
@@ -438,6 +446,11 @@ pub struct Actor {
     /// worker around each resume (`crate::seam::trace`).
     pub(crate) span: crate::seam::trace::ActorSpan,
 }
+
+// The switch's fields in the first 64 bytes (the type's doc); loom's
+// atomics and cells are larger, so only the real build is held to it.
+#[cfg(not(smarm_loom))]
+const _: () = assert!(core::mem::offset_of!(Actor, handed) < 64);
 
 // SAFETY: every `UnsafeCell` field is accessed only by the actor's current
 // owner (see the struct doc), and ownership moves between threads through
