@@ -136,6 +136,55 @@ fn relax<P: Platform>() -> impl FnMut() {
     || P::yield_thread()
 }
 
+/// Pops between two fairness rounds (the ring's and each stripe's): 61,
+/// a prime, so the rounds fall in step with no periodic pattern of pushes.
+pub(crate) const FAIRNESS: usize = 61;
+
+/// Paces the fairness rounds: [`tick`](Self::tick) once per pop says which
+/// pops are rounds, every [`FAIRNESS`]th, the first at the 61st.
+///
+/// A countdown, not a count taken modulo 61: the modulo of a running count
+/// compiled to a multiply-high, two shifts, a multiply and a subtraction
+/// on every pop, a dependent chain that was ~4% of a one-worker yield
+/// storm's samples (`pop_owner` 7%, most of it on that chain).
+///
+/// Relaxed loads and stores, no read-modify-write: the pacer only says
+/// which pop takes a round, so a tick lost to a racing pop (two pops that
+/// read the same value) merely shifts the next round by one pop, and every
+/// pop is spared a locked instruction on a line that several threads may
+/// share. Every value stored is in `0..FAIRNESS`, whatever the race.
+pub(crate) struct Pacer {
+    /// Pops left before the next round.
+    left: AtomicUsize,
+    /// Rounds taken so far (a rotation for the striped queue's scan).
+    rounds: AtomicUsize,
+}
+
+impl Pacer {
+    pub(crate) fn new() -> Self {
+        Pacer {
+            left: AtomicUsize::new(FAIRNESS - 1),
+            rounds: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts a pop: `Some(r)` when it is the fairness round numbered `r`
+    /// (from 0), `None` for every other pop.
+    #[inline]
+    pub(crate) fn tick(&self) -> Option<usize> {
+        // Relaxed: see the type's doc.
+        let n = self.left.load(Ordering::Relaxed);
+        if n != 0 {
+            self.left.store(n - 1, Ordering::Relaxed);
+            return None;
+        }
+        self.left.store(FAIRNESS - 1, Ordering::Relaxed);
+        let r = self.rounds.load(Ordering::Relaxed);
+        self.rounds.store(r.wrapping_add(1), Ordering::Relaxed);
+        Some(r)
+    }
+}
+
 /// Where a full ring spills: an unbounded FIFO under the platform lock, with
 /// a length readable without the lock. Shared by [`RingQueue`] and
 /// [`Striped`](striped::Striped); both methods are `#[cold]` (a ring full enough to spill

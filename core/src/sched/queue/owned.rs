@@ -52,16 +52,13 @@
 
 use alloc::collections::VecDeque;
 
-use super::Overflow;
+use super::{Overflow, Pacer};
 use crate::lockfree::ring::Ring;
 use crate::seam::platform::RawLock;
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 
 #[cfg(all(test, not(smarm_loom)))]
 mod tests;
-
-/// Pops between two fairness rounds (protocol steps 3 and 4).
-const FAIRNESS: usize = 61;
 
 /// Actors the worker's own FIFO has room for from the start (64 pointers,
 /// 512 bytes per one-worker runtime), so a runtime's first yields and
@@ -73,9 +70,8 @@ const OWN_START: usize = 64;
 pub struct WorkerRing<T, L: RawLock> {
     ring: Ring<T>,
     overflow: Overflow<T, L>,
-    /// Pop count, to take the overflow (and, owned, the ring) first every
-    /// 61st pop.
-    pops: AtomicUsize,
+    /// Takes the overflow (and, owned, the ring) first every 61st pop.
+    pace: Pacer,
     /// Whether the own FIFO is in use (a one-worker runtime's queue).
     owned: bool,
     /// The worker's own FIFO: only the owner calls touch it.
@@ -98,7 +94,7 @@ impl<T, L: RawLock> WorkerRing<T, L> {
         WorkerRing {
             ring: Ring::with_capacity(capacity),
             overflow: Overflow::new(),
-            pops: AtomicUsize::new(0),
+            pace: Pacer::new(),
             owned,
             own: UnsafeCell::new(if owned {
                 VecDeque::with_capacity(OWN_START)
@@ -189,13 +185,7 @@ impl<T, L: RawLock> WorkerRing<T, L> {
     /// Counts a pop; whether it is a fairness round.
     #[inline]
     fn pace(&self) -> bool {
-        // Relaxed load + store, not a fetch_add: this counter only paces the
-        // fairness rounds, so an increment lost to a racing pop merely
-        // shifts which pop takes one, and every pop is spared a locked RMW
-        // on a line all workers share.
-        let n = self.pops.load(Ordering::Relaxed);
-        self.pops.store(n.wrapping_add(1), Ordering::Relaxed);
-        n % FAIRNESS == FAIRNESS - 1
+        self.pace.tick().is_some()
     }
 
     /// Items queued: the ring, the overflow and the own FIFO (approximate

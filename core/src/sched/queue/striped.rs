@@ -84,13 +84,10 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-use super::{relax, Overflow, RunQueue, Runnable};
+use super::{relax, Overflow, Pacer, RunQueue, Runnable};
 use crate::lockfree::ring::Ring;
 use crate::seam::platform::{Platform, RawLock};
 use crate::sync::{AtomicUsize, Ordering};
-
-/// Pops of one stripe between two fairness rounds (see the module docs).
-const FAIRNESS: usize = 61;
 
 /// The deepest stripe a patient thief waits on before it takes from it
 /// (protocol step 2, "Patience"): a stripe holding more is a backlog,
@@ -110,7 +107,7 @@ pub const STEAL_BATCH: usize = 32;
 struct Stripe<T> {
     ring: Ring<T>,
     /// Pops that started at this stripe: paces the fairness round.
-    pops: AtomicUsize,
+    pace: Pacer,
 }
 
 /// `K` rings and a shared overflow, with explicit stripe hints (see the
@@ -147,7 +144,7 @@ impl<T, L: RawLock> Striped<T, L> {
         let stripes: Vec<Stripe<T>> = (0..k)
             .map(|_| Stripe {
                 ring: Ring::with_capacity(each),
-                pops: AtomicUsize::new(0),
+                pace: Pacer::new(),
             })
             .collect();
         Striped {
@@ -262,17 +259,13 @@ impl<T, L: RawLock> Striped<T, L> {
         mut wait: Option<&mut dyn FnMut()>,
     ) -> Option<T> {
         let own = hint & self.mask;
-        let pops = &self.stripes[own].pops;
-        // Relaxed load + store, not a fetch_add: the counter only paces the
-        // fairness round (an increment lost to a racing pop shifts which pop
-        // does it), and the stripe's owner is spared a locked RMW.
-        let n = pops.load(Ordering::Relaxed);
-        pops.store(n.wrapping_add(1), Ordering::Relaxed);
-        let start = if n % FAIRNESS == FAIRNESS - 1 {
+        // The pacer's plain loads and stores spare the stripe's owner a
+        // locked read-modify-write (`Pacer`'s doc).
+        let start = if let Some(round) = self.stripes[own].pace.tick() {
             if let Some(v) = self.overflow.pop() {
                 return Some(v);
             }
-            own.wrapping_add(1).wrapping_add(n / FAIRNESS)
+            own.wrapping_add(1).wrapping_add(round)
         } else {
             own
         };

@@ -353,3 +353,22 @@ fn a_fairness_round_does_not_wait() {
     );
     assert!(got.iter().all(Option::is_some));
 }
+
+#[test]
+fn the_pacer_takes_every_61st_pop_and_numbers_its_rounds() {
+    use super::{Pacer, FAIRNESS};
+    let p = Pacer::new();
+    let rounds: Vec<(usize, usize)> = (1..=4 * FAIRNESS)
+        .filter_map(|pop| p.tick().map(|r| (pop, r)))
+        .collect();
+    assert_eq!(
+        rounds,
+        [
+            (FAIRNESS, 0),
+            (2 * FAIRNESS, 1),
+            (3 * FAIRNESS, 2),
+            (4 * FAIRNESS, 3)
+        ],
+        "rounds at the wrong pops, or misnumbered"
+    );
+}

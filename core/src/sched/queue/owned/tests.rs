@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::vec::Vec;
 
-use super::{WorkerRing, FAIRNESS};
+use super::WorkerRing;
+use crate::sched::queue::FAIRNESS;
 use crate::seam::platform::Platform;
 use crate::seam::test_platform::StdPlatform;
 
