@@ -135,7 +135,6 @@ unsafe impl<T: Send + Sync, B: Blocks> Send for BlockWeak<T, B> {}
 unsafe impl<T: Send + Sync, B: Blocks> Sync for BlockWeak<T, B> {}
 
 impl<T, B: Blocks> BlockArc<T, B> {
-    #[cfg(any(test, feature = "internals", smarm_loom))]
     /// A block holding `make()`, built in place (not on the stack and
     /// copied in), with no weak reference.
     #[inline(always)]

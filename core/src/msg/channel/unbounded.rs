@@ -8,18 +8,51 @@ use core::marker::PhantomData;
 
 use core::time::Duration;
 
+use core::ops::Deref;
+
 use super::chan::Chan;
-use super::{Arc, RecvError, RecvTimeoutError, SendError, TryRecvError};
+use super::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 use crate::actor::WAIT_CHANNEL;
 use crate::sched;
 use crate::sched::timer::PokeWith;
+use crate::sched::WorkerBlocks;
 use crate::seam::platform::Platform;
+use crate::sync::block_arc::BlockArc;
+
+/// The channel both halves share: its block and its queue's nodes come
+/// from the calling worker's block cache and go back to the cache of the
+/// worker that drops it last (the global allocator on a plain thread), as
+/// a mailbox's shared half does; a channel made per actor or per request
+/// costs no `malloc` on a worker.
+struct Shared<T, P: Platform> {
+    chan: Chan<T>,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<T, P: Platform> Deref for Shared<T, P> {
+    type Target = Chan<T>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Chan<T> {
+        &self.chan
+    }
+}
+
+impl<T, P: Platform> Drop for Shared<T, P> {
+    fn drop(&mut self) {
+        // SAFETY: the last reference's drop: nothing uses the channel after
+        // this but its own drop (`Chan`'s, which then frees no node).
+        unsafe { self.chan.free_nodes::<P>() };
+    }
+}
+
+type SharedRef<T, P> = BlockArc<Shared<T, P>, WorkerBlocks<P>>;
 
 /// The sending half of an unbounded channel: clone it, share it, send from
 /// actors and plain threads alike. The channel disconnects when the last
 /// sender is dropped.
 pub struct Sender<T, P: Platform> {
-    chan: Arc<Chan<T>>,
+    chan: SharedRef<T, P>,
     _p: PhantomData<fn() -> P>,
 }
 
@@ -27,7 +60,7 @@ pub struct Sender<T, P: Platform> {
 /// anywhere, receive with `&mut`). Dropping it makes later sends fail and
 /// drops the queued messages.
 pub struct Receiver<T, P: Platform> {
-    chan: Arc<Chan<T>>,
+    chan: SharedRef<T, P>,
     _p: PhantomData<fn() -> P>,
 }
 
@@ -36,7 +69,10 @@ pub struct Receiver<T, P: Platform> {
 /// Sends never wait; messages from one sender arrive in the order sent
 /// (see the [module docs](super) for the whole contract).
 pub fn channel<T: Send, P: Platform>() -> (Sender<T, P>, Receiver<T, P>) {
-    let chan = Arc::new(Chan::new::<P>());
+    let chan = BlockArc::new(|| Shared {
+        chan: Chan::new::<P>(),
+        _p: PhantomData,
+    });
     (
         Sender {
             chan: chan.clone(),
@@ -127,7 +163,7 @@ impl<T, P: Platform> Receiver<T, P> {
         T: Send + 'static,
     {
         let chan = &self.chan;
-        let poke = || PokeWith(chan.clone(), |c: &Arc<Chan<T>>| c.wake_receiver());
+        let poke = || PokeWith(chan.clone(), |c: &SharedRef<T, P>| c.wake_receiver());
         // SAFETY: as in `recv`.
         unsafe { chan.recv_deadline_with::<P, _>(WAIT_CHANNEL, deadline_ns, poke, |c| c.try_recv::<P>()) }
     }
