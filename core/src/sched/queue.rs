@@ -137,7 +137,8 @@ fn relax<P: Platform>() -> impl FnMut() {
 }
 
 /// Pops between two fairness rounds (the ring's and each stripe's): 61,
-/// a prime, so the rounds fall in step with no periodic pattern of pushes.
+/// a prime, so the rounds do not fall into step with a periodic pattern
+/// of pushes.
 pub(crate) const FAIRNESS: usize = 61;
 
 /// Paces the fairness rounds: [`tick`](Self::tick) once per pop says which

@@ -5,10 +5,8 @@
 
 use core::fmt;
 use core::marker::PhantomData;
-
-use core::time::Duration;
-
 use core::ops::Deref;
+use core::time::Duration;
 
 use super::chan::Chan;
 use super::{RecvError, RecvTimeoutError, SendError, TryRecvError};
