@@ -183,26 +183,29 @@ fn spawns_reuse_their_blocks() {
     });
 }
 
+/// Runs `step(0..N)` for `N` = 1,000 on a one-worker runtime after a
+/// warm-up round and asserts that the round allocated nothing; `what`
+/// names a step in the messages.
+fn assert_steps_allocate_nothing(what: &'static str, step: fn(u64)) {
+    with_timeout(60, move || {
+        const N: u64 = 1000;
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let n = rt.block_on(|| allocs_of(|| (0..N).for_each(step)));
+        eprintln!("allocations per {what}: {n} / {N}");
+        assert_eq!(n, 0, "{n} allocations for {N} of {what}");
+    });
+}
+
 /// An actor spawned with a mailbox adds the mailbox's shared half, a block
 /// from the same cache (it went to the global allocator before): after a
 /// warm-up, a spawn with a mailbox, a message and a join allocate nothing.
 #[test]
 fn mailboxes_reuse_their_blocks() {
-    with_timeout(60, || {
-        const N: u64 = 1000;
-        let rt = Runtime::builder().workers(1).build().unwrap();
-        let n = rt.block_on(|| {
-            allocs_of(|| {
-                for i in 0..N {
-                    let (addr, h) = smarm::spawn_actor(|mut mb: Mailbox<u64>| mb.recv().unwrap() * 3);
-                    addr.send(i).unwrap();
-                    drop(addr);
-                    assert_eq!(h.join().unwrap(), i * 3);
-                }
-            })
-        });
-        eprintln!("allocations per spawn with a mailbox, send and join: {n} / {N}");
-        assert_eq!(n, 0, "{n} allocations for {N} spawns with a mailbox");
+    assert_steps_allocate_nothing("spawn with a mailbox, send and join", |i| {
+        let (addr, h) = smarm::spawn_actor(|mut mb: Mailbox<u64>| mb.recv().unwrap() * 3);
+        addr.send(i).unwrap();
+        drop(addr);
+        assert_eq!(h.join().unwrap(), i * 3);
     });
 }
 
@@ -213,21 +216,11 @@ fn mailboxes_reuse_their_blocks() {
 /// and, freed to the global allocator, its queue's stub node).
 #[test]
 fn channels_reuse_their_blocks() {
-    with_timeout(60, || {
-        const N: u64 = 1000;
-        let rt = Runtime::builder().workers(1).build().unwrap();
-        let n = rt.block_on(|| {
-            allocs_of(|| {
-                for i in 0..N {
-                    let (tx, mut rx) = smarm::channel::<u64>();
-                    tx.send(i).unwrap();
-                    drop(tx);
-                    assert_eq!(rx.recv(), Ok(i));
-                    assert!(rx.recv().is_err(), "the channel outlived its one sender");
-                }
-            })
-        });
-        eprintln!("allocations per channel, send and receive: {n} / {N}");
-        assert_eq!(n, 0, "{n} allocations for {N} channels");
+    assert_steps_allocate_nothing("channel, send and receive", |i| {
+        let (tx, mut rx) = smarm::channel::<u64>();
+        tx.send(i).unwrap();
+        drop(tx);
+        assert_eq!(rx.recv(), Ok(i));
+        assert!(rx.recv().is_err(), "the channel outlived its one sender");
     });
 }
