@@ -7,6 +7,9 @@
 #   scripts/targets.sh --skip-native         every target but native-test ones
 #   scripts/targets.sh --list                print the matrix and exit
 #   scripts/targets.sh --no-install          never install anything
+#   scripts/targets.sh --clean               drop each target's build dir
+#                                            once its check is done (CI:
+#                                            ~1 GiB each, disk is finite)
 #
 # The checks (see targets.toml and docs/platforms.md):
 #   native-test    cargo test --workspace
@@ -39,7 +42,7 @@ MACOSX_DEPLOYMENT_TARGET="${MACOSX_DEPLOYMENT_TARGET:-11.0}"
 export MACOSX_DEPLOYMENT_TARGET
 APT_PACKAGES=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # --- The matrix -------------------------------------------------------------
 
@@ -162,12 +165,14 @@ check_core_build() {
 
 LIST=0
 SKIP_NATIVE=0
+CLEAN=0
 WANT=()
 for arg in "$@"; do
     case "$arg" in
         --list) LIST=1 ;;
         --skip-native) SKIP_NATIVE=1 ;;
         --no-install) INSTALL=0 ;;
+        --clean) CLEAN=1 ;;
         -h | --help) usage; exit 0 ;;
         -*) echo "unknown option $arg" >&2; usage >&2; exit 2 ;;
         *) WANT+=("$arg") ;;
@@ -216,6 +221,7 @@ while read -r triple port arch check; do
     ) </dev/null
     status=$?
     took=$((SECONDS - start))
+    [ "$CLEAN" -eq 1 ] && rm -rf "$ROOT/target/targets/$triple"
     if [ "$status" -eq 0 ]; then
         RESULTS+=("PASS  $triple ($check, ${took}s)")
     else
