@@ -60,7 +60,7 @@ use crate::actor::LifeRef;
 
 use crate::actor::WAIT_MAILBOX;
 use crate::msg::channel::bound::{Bound, Sent};
-use crate::msg::channel::chan::{Chan, Popped};
+use crate::msg::channel::chan::{CachedChan, Chan, Popped};
 use crate::msg::channel::{RecvError, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use crate::sched;
 use crate::sched::timer::PokeWith;
@@ -74,7 +74,9 @@ pub use crate::seam::error::SendError;
 /// The shared half of a mailbox (owned jointly by the receiver and every
 /// [`Addr`]; weak addresses point at it without counting as senders).
 pub(crate) struct Shared<M, P: Platform> {
-    chan: Chan<M>,
+    /// Its nodes go back to the dropping worker's cache: a spawn with a
+    /// mailbox and its end take and give back the same nodes.
+    chan: CachedChan<M, P>,
     /// A bounded mailbox's slots and blocked senders (boxed: an unbounded
     /// mailbox pays one word for it).
     bound: Option<Box<Bound<P>>>,
@@ -83,9 +85,10 @@ pub(crate) struct Shared<M, P: Platform> {
     life: LifeRef,
 }
 
-/// [`Shared`]'s layout with the platform left out (the box's pointee does
-/// not change its size), for `dump::runtime_bytes_per_actor`, which has
-/// no platform parameter.
+/// [`Shared`]'s layout with the platform left out (the box's pointee and
+/// the `CachedChan`'s platform marker do not change its size; a test
+/// checks the two sizes agree), for `dump::runtime_bytes_per_actor`,
+/// which has no platform parameter.
 #[allow(dead_code)]
 pub(crate) struct SharedLayout {
     chan: Chan<()>,
@@ -403,7 +406,7 @@ impl<M: Send, P: Platform> Shared<M, P> {
     fn new(life: LifeRef, cap: Option<usize>) -> Self {
         Shared {
             // Sends are counted only where the runtime asked for depths.
-            chan: Chan::with_counted::<P>(life.has_mailbox()),
+            chan: CachedChan::new(Chan::with_counted::<P>(life.has_mailbox())),
             bound: cap.map(|c| Box::new(Bound::new(c))),
             id: life.id,
             life,
@@ -423,16 +426,6 @@ impl<M: Send, P: Platform> Shared<M, P> {
         if let Some(b) = &self.bound {
             b.close();
         }
-    }
-}
-
-impl<M, P: Platform> Drop for Shared<M, P> {
-    fn drop(&mut self) {
-        // The stub (and any message a send racing the close left) back to
-        // this worker's cache: a spawn with a mailbox and its end then take
-        // and give back the same nodes.
-        // SAFETY: the shared half's drop: nothing uses the channel after.
-        unsafe { self.chan.free_nodes::<P>() };
     }
 }
 

@@ -77,6 +77,8 @@ use crate::msg::wait::Waiter;
 use crate::sched::{self, WorkerCtx};
 use crate::seam::platform::Platform;
 use crate::sync::{AtomicU32, AtomicUsize, Backoff, Ordering, LOOM};
+use core::marker::PhantomData;
+use core::ops::Deref;
 
 pub(crate) use super::popped::Popped;
 use super::waiter_slot::WaiterSlot;
@@ -105,6 +107,45 @@ pub(crate) struct Chan<T> {
 
 // `Chan<T>` is `Send + Sync` for `T: Send` by its fields: the queue is
 // (values only move in and out by value), the rest are atomics.
+
+/// A [`Chan`] as the shared half of an unbounded channel or a mailbox owns
+/// it: at its drop the queue's nodes (the stub, and any message a send
+/// racing the close left) go to the calling worker's node cache (the
+/// global allocator on a plain thread), not to the global allocator, so a
+/// channel or a mailbox made and dropped per actor or per request takes
+/// and gives back the same nodes. Derefs to the [`Chan`].
+pub(crate) struct CachedChan<T, P: Platform> {
+    chan: Chan<T>,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<T, P: Platform> CachedChan<T, P> {
+    /// Owns `chan`, whose nodes came from `P`'s node allocator (as
+    /// [`Chan::new`] and [`Chan::with_counted`] take them).
+    pub(crate) fn new(chan: Chan<T>) -> Self {
+        CachedChan {
+            chan,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<T, P: Platform> Deref for CachedChan<T, P> {
+    type Target = Chan<T>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Chan<T> {
+        &self.chan
+    }
+}
+
+impl<T, P: Platform> Drop for CachedChan<T, P> {
+    fn drop(&mut self) {
+        // SAFETY: the owner's drop: nothing uses the channel after this but
+        // its own drop (`Chan`'s, which then frees no node).
+        unsafe { self.chan.free_nodes::<P>() };
+    }
+}
 
 impl<T> Chan<T> {
     /// A connected, empty channel with one sender.
@@ -461,14 +502,14 @@ impl<T> Chan<T> {
 
     /// Gives the queue's nodes, its stub included, to the calling worker's
     /// cache (its drop would give them to the global allocator, draining a
-    /// cache by one node per mailbox made), dropping the values still
+    /// cache by one node per channel made), dropping the values still
     /// queued.
     ///
     /// # Safety
     ///
-    /// For the owner's drop: nothing uses the channel after it but its own
-    /// drop.
-    pub(crate) unsafe fn free_nodes<P: Platform>(&mut self) {
+    /// For the owner's drop ([`CachedChan`]'s): nothing uses the channel
+    /// after it but its own drop.
+    unsafe fn free_nodes<P: Platform>(&mut self) {
         // SAFETY: `&mut self`: no push or pop in flight; no use after
         // (contract); the nodes are `node_alloc`'s blocks, which any
         // worker's cache or the global allocator takes.

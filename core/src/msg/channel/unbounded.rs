@@ -5,10 +5,9 @@
 
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::Deref;
 use core::time::Duration;
 
-use super::chan::Chan;
+use super::chan::{CachedChan, Chan};
 use super::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 use crate::actor::WAIT_CHANNEL;
 use crate::sched;
@@ -22,29 +21,7 @@ use crate::sync::block_arc::BlockArc;
 /// worker that drops it last (the global allocator on a plain thread), as
 /// a mailbox's shared half does; a channel made per actor or per request
 /// costs no `malloc` on a worker.
-struct Shared<T, P: Platform> {
-    chan: Chan<T>,
-    _p: PhantomData<fn() -> P>,
-}
-
-impl<T, P: Platform> Deref for Shared<T, P> {
-    type Target = Chan<T>;
-
-    #[inline(always)]
-    fn deref(&self) -> &Chan<T> {
-        &self.chan
-    }
-}
-
-impl<T, P: Platform> Drop for Shared<T, P> {
-    fn drop(&mut self) {
-        // SAFETY: the last reference's drop: nothing uses the channel after
-        // this but its own drop (`Chan`'s, which then frees no node).
-        unsafe { self.chan.free_nodes::<P>() };
-    }
-}
-
-type SharedRef<T, P> = BlockArc<Shared<T, P>, WorkerBlocks<P>>;
+type SharedRef<T, P> = BlockArc<CachedChan<T, P>, WorkerBlocks<P>>;
 
 /// The sending half of an unbounded channel: clone it, share it, send from
 /// actors and plain threads alike. The channel disconnects when the last
@@ -67,10 +44,7 @@ pub struct Receiver<T, P: Platform> {
 /// Sends never wait; messages from one sender arrive in the order sent
 /// (see the [module docs](super) for the whole contract).
 pub fn channel<T: Send, P: Platform>() -> (Sender<T, P>, Receiver<T, P>) {
-    let chan = BlockArc::new(|| Shared {
-        chan: Chan::new::<P>(),
-        _p: PhantomData,
-    });
+    let chan = BlockArc::new(|| CachedChan::new(Chan::new::<P>()));
     (
         Sender {
             chan: chan.clone(),

@@ -26,6 +26,22 @@ fn drops() -> Arc<AtomicUsize> {
     Arc::new(AtomicUsize::new(0))
 }
 
+/// The dump's per-actor bytes use `SharedLayout`, a mirror of the shared
+/// half without its platform: a field added to one and not the other, or
+/// a platform-sized field, fails here.
+#[test]
+fn the_layout_mirror_has_the_shared_halfs_size() {
+    use core::mem::size_of;
+    assert_eq!(
+        size_of::<super::SharedLayout>(),
+        size_of::<super::Shared<(), P>>()
+    );
+    assert_eq!(
+        size_of::<super::SharedLayout>(),
+        size_of::<super::Shared<[u64; 4], P>>()
+    );
+}
+
 #[test]
 fn fifo_and_empty() {
     let (mut mb, addr) = detached::<u64, P>();
