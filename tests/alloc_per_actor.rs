@@ -224,3 +224,29 @@ fn channels_reuse_their_blocks() {
         assert!(rx.recv().is_err(), "the channel outlived its one sender");
     });
 }
+
+/// A oneshot per request (the reply slot of a call) takes its block from
+/// the worker's cache and gives it back.
+#[test]
+fn oneshots_reuse_their_blocks() {
+    assert_steps_allocate_nothing("oneshot, send and receive", |i| {
+        let (tx, rx) = smarm::oneshot::<u64>();
+        tx.send(i).unwrap();
+        assert_eq!(rx.recv(), Ok(i));
+    });
+}
+
+/// A bounded channel's shared half and its queue's nodes come from the
+/// worker's cache too (filled to its capacity, then drained).
+#[test]
+fn bounded_channels_reuse_their_blocks() {
+    assert_steps_allocate_nothing("bounded channel, fill and drain", |i| {
+        let (tx, mut rx) = smarm::bounded::<u64>(2);
+        tx.send(i).unwrap();
+        tx.send(i + 1).unwrap();
+        assert!(tx.try_send(i + 2).is_err(), "a channel of 2 took a third message");
+        drop(tx);
+        assert_eq!((rx.recv(), rx.recv()), (Ok(i), Ok(i + 1)));
+        assert!(rx.recv().is_err(), "the channel outlived its one sender");
+    });
+}

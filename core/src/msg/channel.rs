@@ -65,9 +65,11 @@
 
 use core::fmt;
 
-// The handles share a channel through an `Arc`: loom's under loom, whose
+// A rendezvous's handles share it through an `Arc`: loom's under loom, whose
 // drop loom sees synchronise the last owner with the others (the std one's
-// Release/Acquire are invisible to it, and the queue's drop relies on them).
+// Release/Acquire are invisible to it). The other kinds share a `BlockArc`
+// from the worker's block cache, whose counts are the crate's atomics
+// (loom's under loom) for the same reason.
 #[cfg(not(smarm_loom))]
 use alloc::sync::Arc;
 #[cfg(smarm_loom)]

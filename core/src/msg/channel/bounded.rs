@@ -10,7 +10,8 @@
 //! senders are [`super::bound`]'s, which bounded mailboxes share.
 //!
 //! Both kinds sit behind the same handles: each holds a [`Kind`], an enum
-//! of the queue's `Arc` and the rendezvous's, so the queue kind pays one
+//! of the queue's reference (a `BlockArc` from the worker's block cache,
+//! as an unbounded channel's) and the rendezvous's `Arc`, so the queue kind pays one
 //! branch per call on a tag in the handle itself (no load: the same
 //! branch every call, predicted).
 
@@ -18,7 +19,7 @@ use core::fmt;
 use core::time::Duration;
 
 use super::bound::{Bound, Sent};
-use super::chan::{Chan, Popped};
+use super::chan::{CachedChan, Chan, Popped};
 use super::zero::Zero;
 use super::{
     Arc, CapacityError, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
@@ -27,18 +28,24 @@ use crate::actor::WAIT_CHANNEL;
 use crate::msg::wait::Waiter;
 use crate::sched;
 use crate::sched::timer::PokeWith;
+use crate::sched::WorkerBlocks;
 use crate::seam::platform::Platform;
+use crate::sync::block_arc::BlockArc;
 
-/// The shared state of a bounded channel of capacity 1 or more.
+/// The shared state of a bounded channel of capacity 1 or more: its block
+/// and its queue's nodes come from the calling worker's block cache and go
+/// back to the cache of the worker that drops it last.
 struct Bounded<T, P: Platform> {
-    chan: Chan<T>,
+    chan: CachedChan<T, P>,
     bound: Bound<P>,
 }
+
+type BoundedRef<T, P> = BlockArc<Bounded<T, P>, WorkerBlocks<P>>;
 
 /// A bounded channel's kind, held by each handle.
 enum Kind<T, P: Platform> {
     /// Capacity 1 or more: the queue and its slots.
-    Queue(Arc<Bounded<T, P>>),
+    Queue(BoundedRef<T, P>),
     /// Capacity 0: the rendezvous.
     Zero(Arc<Zero<T, P>>),
 }
@@ -73,8 +80,8 @@ pub fn bounded<T: Send, P: Platform>(cap: usize) -> (BoundedSender<T, P>, Bounde
     let kind = if cap == 0 {
         Kind::Zero(Arc::new(Zero::new()))
     } else {
-        Kind::Queue(Arc::new(Bounded {
-            chan: Chan::new::<P>(),
+        Kind::Queue(BlockArc::new(|| Bounded {
+            chan: CachedChan::new(Chan::new::<P>()),
             bound: Bound::new(cap),
         }))
     };
@@ -92,7 +99,7 @@ pub fn try_bounded<T: Send, P: Platform>(
 
 impl<T: Send + 'static, P: Platform> Bounded<T, P> {
     /// A send that waits until `deadline` at most (`None`: no limit).
-    fn send(this: &Arc<Self>, v: T, deadline: Option<u64>) -> Sent<T> {
+    fn send(this: &BoundedRef<T, P>, v: T, deadline: Option<u64>) -> Sent<T> {
         this.bound.send(&this.chan, v, WAIT_CHANNEL, deadline, |ticket| {
             PokeWith((this.clone(), ticket), |(b, t)| b.bound.wake_ticket(*t))
         })
@@ -271,7 +278,7 @@ impl<T: Send + 'static, P: Platform> BoundedReceiver<T, P> {
             Kind::Queue(b) => b,
             Kind::Zero(z) => return Zero::recv(z, Some(deadline_ns)),
         };
-        let poke = || PokeWith(b.clone(), |b: &Arc<Bounded<T, P>>| b.chan.wake_receiver());
+        let poke = || PokeWith(b.clone(), |b: &BoundedRef<T, P>| b.chan.wake_receiver());
         // SAFETY: `&mut self`: this receiver is the queue's only consumer.
         unsafe {
             b.chan

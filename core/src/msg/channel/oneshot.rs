@@ -47,11 +47,13 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 
 use super::chan::cancelled;
-use super::{Arc, RecvError, RecvTimeoutError, TryRecvError};
+use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::msg::wait::Waiter;
 use crate::sched;
 use crate::sched::timer::PokeWith;
+use crate::sched::WorkerBlocks;
 use crate::seam::platform::Platform;
+use crate::sync::block_arc::BlockArc;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use core::time::Duration;
 
@@ -119,21 +121,27 @@ impl<T> Inner<T> {
     }
 }
 
+/// The slot both halves share, from the calling worker's block cache (back
+/// to the cache of the worker that drops it last; the global allocator on
+/// a plain thread), as an unbounded channel's: a oneshot made per request
+/// costs no `malloc` on a worker.
+type InnerRef<T, P> = BlockArc<Inner<T>, WorkerBlocks<P>>;
+
 /// The sending half of a oneshot channel: `send` consumes it.
 pub struct OneshotSender<T, P: Platform> {
-    inner: Arc<Inner<T>>,
+    inner: InnerRef<T, P>,
     _p: PhantomData<fn() -> P>,
 }
 
 /// The receiving half of a oneshot channel.
 pub struct OneshotReceiver<T, P: Platform> {
-    inner: Arc<Inner<T>>,
+    inner: InnerRef<T, P>,
     _p: PhantomData<fn() -> P>,
 }
 
 /// A new oneshot channel: one value from one sender to one receiver.
 pub fn oneshot<T: Send, P: Platform>() -> (OneshotSender<T, P>, OneshotReceiver<T, P>) {
-    let inner = Arc::new(Inner {
+    let inner = BlockArc::new(|| Inner {
         state: AtomicU32::new(EMPTY),
         value: UnsafeCell::new(None),
         waiter: UnsafeCell::new(None),
@@ -155,8 +163,8 @@ impl<T, P: Platform> OneshotSender<T, P> {
     /// handing `v` back, when the receiver was dropped.
     pub fn send(self, v: T) -> Result<(), T> {
         let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again, so the Arc is
-        // moved out exactly once (and the unsent-drop path does not run).
+        // SAFETY: `this` is never used or dropped again, so the reference
+        // is moved out exactly once (and the unsent-drop path does not run).
         let inner = unsafe { ptr::read(&this.inner) };
         // T1. SAFETY: the sender owns `value` until it publishes SENT.
         inner.value.with_mut(|p| unsafe { *p = Some(v) });
@@ -242,7 +250,7 @@ impl<T, P: Platform> OneshotReceiver<T, P> {
             sched::park_until::<P>(
                 crate::actor::WAIT_CHANNEL,
                 d,
-                PokeWith(inner.clone(), |i: &Arc<Inner<T>>| i.poke()),
+                PokeWith(inner.clone(), |i: &InnerRef<T, P>| i.poke()),
             )
         })
     }
