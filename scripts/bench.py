@@ -615,6 +615,7 @@ UNITS = {
     "catch_unwind": "ns per panicking actor (spawn, panic, join)",
     "ping_pong_oneshot": "ns per spawned pair and one exchange",
     "ping_pong_steady": "ns per round trip",
+    "call": "ns per call (a request, a oneshot reply)",
     "skynet_1M": "time per 1M-leaf tree",
     "skynet_10k": "time per 10k-leaf tree",
     "savina_threadring": "ns per message (token hop)",
