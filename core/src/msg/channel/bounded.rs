@@ -11,9 +11,9 @@
 //!
 //! Both kinds sit behind the same handles: each holds a [`Kind`], an enum
 //! of the queue's reference (a `BlockArc` from the worker's block cache,
-//! as an unbounded channel's) and the rendezvous's `Arc`, so the queue kind pays one
-//! branch per call on a tag in the handle itself (no load: the same
-//! branch every call, predicted).
+//! as an unbounded channel's) and the rendezvous's `Arc`, so the queue
+//! kind pays one branch per call on a tag in the handle itself (no load:
+//! the same branch every call, predicted).
 
 use core::fmt;
 use core::time::Duration;

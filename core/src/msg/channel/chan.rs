@@ -108,8 +108,8 @@ pub(crate) struct Chan<T> {
 // `Chan<T>` is `Send + Sync` for `T: Send` by its fields: the queue is
 // (values only move in and out by value), the rest are atomics.
 
-/// A [`Chan`] as the shared half of an unbounded channel or a mailbox owns
-/// it: at its drop the queue's nodes (the stub, and any message a send
+/// A [`Chan`] as the shared half of a mailbox, an unbounded channel or a
+/// bounded one owns it: at its drop the queue's nodes (the stub, and any message a send
 /// racing the close left) go to the calling worker's node cache (the
 /// global allocator on a plain thread), not to the global allocator, so a
 /// channel or a mailbox made and dropped per actor or per request takes
