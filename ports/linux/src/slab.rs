@@ -85,6 +85,8 @@ struct Slab {
     bumped: usize,
     /// Slots handed out and not yet freed.
     used: usize,
+    /// Of `used`, the slots freed whose release is pending (in `dirty`).
+    pending: usize,
     /// Slot indexes below `bumped` that were freed (LIFO: the most recently
     /// used slot is the likeliest to be warm in the page tables).
     free: Vec<u32>,
@@ -204,6 +206,7 @@ impl<V: Vm> Slabs<V> {
                 slot_len: class.slot_len,
                 bumped: 0,
                 used: 0,
+                pending: 0,
                 free: Vec::new(),
             },
         );
@@ -220,9 +223,30 @@ impl<V: Vm> Slabs<V> {
     /// # Safety
     ///
     /// `stack` came from this `alloc` and nothing runs on it.
+    ///
+    /// A slab whose every handed-out slot is now pending (its last stack
+    /// came back) is flushed at once when its class has another slab, so it
+    /// is unmapped now rather than at some later batch: a runtime's end
+    /// (its stack pool dropped) must not leave a slab it grew mapped.
     pub(crate) unsafe fn free(&mut self, stack: RawStack) {
+        let addr = stack.base as usize;
+        let mut emptied = false;
+        // (A stack no slab holds is left to `put_back` to reject.)
+        if let Some((_, slab)) = self
+            .slabs
+            .range_mut(..=addr)
+            .next_back()
+            .filter(|(&b, sl)| addr - b < sl.len)
+        {
+            slab.pending += 1;
+            emptied = slab.pending == slab.used;
+            if emptied {
+                let slot_len = slab.slot_len;
+                emptied = self.classes.iter().any(|c| c.slot_len == slot_len && c.slabs > 1);
+            }
+        }
         self.dirty.push(stack);
-        if self.dirty.len() >= DISCARD_BATCH {
+        if emptied || self.dirty.len() >= DISCARD_BATCH {
             self.flush();
         }
     }
@@ -283,6 +307,7 @@ impl<V: Vm> Slabs<V> {
         let was_full = !slab.has_room();
         slab.free.push(index as u32);
         slab.used -= 1;
+        slab.pending -= 1;
         let (used, len, slot_len) = (slab.used, slab.len, slab.slot_len);
         let class = self
             .classes

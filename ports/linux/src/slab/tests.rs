@@ -401,3 +401,43 @@ fn real_slab_stacks_are_writable_and_come_back_zeroed() {
     // SAFETY: from this `alloc`; nothing runs on it.
     unsafe { s.free(again) };
 }
+
+/// A runtime's end frees its stacks one by one and never flushes: a slab
+/// whose last stacks are pending (fewer than a batch) must still be
+/// unmapped once they are all back, or the slab it grew outlives it (the
+/// soak's "memory maps grew" at seed 1796659141).
+#[test]
+fn a_grown_slab_is_unmapped_when_its_last_stack_comes_back() {
+    let mut s = Slabs::new(FakeVm::new(), PAGE);
+    let slots_first = FIRST_SLAB_BYTES / (64 * 1024);
+    // The first slab full, then a few stacks in a second one.
+    let extra = 5;
+    let mut stacks: Vec<_> = (0..slots_first + extra)
+        .map(|_| s.alloc(60 * 1024).unwrap())
+        .collect();
+    assert_eq!(s.slabs(), 2);
+    assert_eq!(s.vm.maps.len(), 2);
+    // Free the second slab's stacks (fewer than a batch: no flush by count).
+    assert!(extra < DISCARD_BATCH);
+    for st in stacks.split_off(slots_first) {
+        // SAFETY: from this `alloc`; nothing runs on it.
+        unsafe { s.free(st) };
+    }
+    assert_eq!(
+        s.slabs(),
+        1,
+        "the emptied second slab is unmapped without a flush"
+    );
+    assert_eq!(s.vm.maps.len(), 1);
+    // The first slab, the class's only one now, stays mapped when emptied.
+    for st in stacks {
+        // SAFETY: as above.
+        unsafe { s.free(st) };
+    }
+    s.flush();
+    assert_eq!(
+        (s.slabs(), s.vm.maps.len()),
+        (1, 1),
+        "a class keeps its last slab"
+    );
+}
