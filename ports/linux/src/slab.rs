@@ -229,22 +229,14 @@ impl<V: Vm> Slabs<V> {
     /// is unmapped now rather than at some later batch: a runtime's end
     /// (its stack pool dropped) must not leave a slab it grew mapped.
     pub(crate) unsafe fn free(&mut self, stack: RawStack) {
-        let addr = stack.base as usize;
-        let mut emptied = false;
         // (A stack no slab holds is left to `put_back` to reject.)
-        if let Some((_, slab)) = self
-            .slabs
-            .range_mut(..=addr)
-            .next_back()
-            .filter(|(&b, sl)| addr - b < sl.len)
-        {
-            slab.pending += 1;
-            emptied = slab.pending == slab.used;
-            if emptied {
-                let slot_len = slab.slot_len;
-                emptied = self.classes.iter().any(|c| c.slot_len == slot_len && c.slabs > 1);
-            }
-        }
+        let emptied = self
+            .slab_of(&stack)
+            .and_then(|(_, slab)| {
+                slab.pending += 1;
+                (slab.pending == slab.used).then_some(slab.slot_len)
+            })
+            .is_some_and(|slot_len| self.class_of(slot_len).slabs > 1);
         self.dirty.push(stack);
         if emptied || self.dirty.len() >= DISCARD_BATCH {
             self.flush();
@@ -290,17 +282,11 @@ impl<V: Vm> Slabs<V> {
     ///
     /// As [`free`](Self::free).
     unsafe fn put_back(&mut self, stack: RawStack) {
-        let addr = stack.base as usize;
-        let Some((&base, slab)) = self.slabs.range_mut(..=addr).next_back() else {
+        let Some((base, slab)) = self.slab_of(&stack) else {
             debug_assert!(false, "freeing a stack no slab holds: {stack:?}");
             return;
         };
-        let offset = addr - base;
-        if offset >= slab.len || !offset.is_multiple_of(slab.slot_len) || stack.len != slab.slot_len {
-            debug_assert!(false, "freeing a stack no slab holds: {stack:?}");
-            return;
-        }
-        let index = offset / slab.slot_len;
+        let index = (stack.base as usize - base) / slab.slot_len;
         // (A double free is the caller's bug; looking for it in the free
         // list would make every free O(slots).)
         debug_assert!(index < slab.bumped, "freeing a slot never handed out");
@@ -309,11 +295,7 @@ impl<V: Vm> Slabs<V> {
         slab.used -= 1;
         slab.pending -= 1;
         let (used, len, slot_len) = (slab.used, slab.len, slab.slot_len);
-        let class = self
-            .classes
-            .iter_mut()
-            .find(|c| c.slot_len == slot_len)
-            .expect("a slab's class exists");
+        let class = self.class_of(slot_len);
         if was_full {
             class.open.push(base);
         }
@@ -325,6 +307,24 @@ impl<V: Vm> Slabs<V> {
             // last slot just came back: nothing uses it.
             unsafe { self.vm.release(base, len) };
         }
+    }
+
+    /// The slab that holds `stack` as one of its slots, and its base
+    /// (`None`: no slab holds it, which never happens).
+    fn slab_of(&mut self, stack: &RawStack) -> Option<(usize, &mut Slab)> {
+        let addr = stack.base as usize;
+        let (&base, slab) = self.slabs.range_mut(..=addr).next_back()?;
+        let offset = addr - base;
+        (offset < slab.len && offset.is_multiple_of(slab.slot_len) && stack.len == slab.slot_len)
+            .then_some((base, slab))
+    }
+
+    /// The class of a slab's slots (every slab's class exists).
+    fn class_of(&mut self, slot_len: usize) -> &mut Class {
+        self.classes
+            .iter_mut()
+            .find(|c| c.slot_len == slot_len)
+            .expect("a slab's class exists")
     }
 
     /// Slabs mapped now.
