@@ -42,7 +42,6 @@
 //! sender's swap and the receiver's CAS are read-modify-writes of one word.
 
 use core::fmt;
-use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ptr;
 
@@ -130,13 +129,11 @@ type InnerRef<T, P> = BlockArc<Inner<T>, WorkerBlocks<P>>;
 /// The sending half of a oneshot channel: `send` consumes it.
 pub struct OneshotSender<T, P: Platform> {
     inner: InnerRef<T, P>,
-    _p: PhantomData<fn() -> P>,
 }
 
 /// The receiving half of a oneshot channel.
 pub struct OneshotReceiver<T, P: Platform> {
     inner: InnerRef<T, P>,
-    _p: PhantomData<fn() -> P>,
 }
 
 /// A new oneshot channel: one value from one sender to one receiver.
@@ -146,16 +143,7 @@ pub fn oneshot<T: Send, P: Platform>() -> (OneshotSender<T, P>, OneshotReceiver<
         value: UnsafeCell::new(None),
         waiter: UnsafeCell::new(None),
     });
-    (
-        OneshotSender {
-            inner: inner.clone(),
-            _p: PhantomData,
-        },
-        OneshotReceiver {
-            inner,
-            _p: PhantomData,
-        },
-    )
+    (OneshotSender { inner: inner.clone() }, OneshotReceiver { inner })
 }
 
 impl<T, P: Platform> OneshotSender<T, P> {

@@ -4,7 +4,6 @@
 //! load when the receiver is busy). The protocol is in [`super::chan`].
 
 use core::fmt;
-use core::marker::PhantomData;
 use core::time::Duration;
 
 use super::chan::{CachedChan, Chan};
@@ -28,7 +27,6 @@ type SharedRef<T, P> = BlockArc<CachedChan<T, P>, WorkerBlocks<P>>;
 /// sender is dropped.
 pub struct Sender<T, P: Platform> {
     chan: SharedRef<T, P>,
-    _p: PhantomData<fn() -> P>,
 }
 
 /// The receiving half of an unbounded channel (one per channel; move it
@@ -36,7 +34,6 @@ pub struct Sender<T, P: Platform> {
 /// drops the queued messages.
 pub struct Receiver<T, P: Platform> {
     chan: SharedRef<T, P>,
-    _p: PhantomData<fn() -> P>,
 }
 
 /// A new unbounded channel.
@@ -45,16 +42,7 @@ pub struct Receiver<T, P: Platform> {
 /// (see the [module docs](super) for the whole contract).
 pub fn channel<T: Send, P: Platform>() -> (Sender<T, P>, Receiver<T, P>) {
     let chan = BlockArc::new(|| CachedChan::new(Chan::new::<P>()));
-    (
-        Sender {
-            chan: chan.clone(),
-            _p: PhantomData,
-        },
-        Receiver {
-            chan,
-            _p: PhantomData,
-        },
-    )
+    (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
 impl<T, P: Platform> Sender<T, P> {
@@ -81,7 +69,6 @@ impl<T, P: Platform> Clone for Sender<T, P> {
         self.chan.add_sender();
         Sender {
             chan: self.chan.clone(),
-            _p: PhantomData,
         }
     }
 }
