@@ -3,7 +3,8 @@
 //! level behind the workers' node caches), with the real lock a runtime
 //! uses (`FutexLock`): magazines put and taken concurrently are each taken
 //! at most once, a refused one is gone (freed), and the depot's count
-//! agrees with what it holds.
+//! agrees with what it holds; an empty array given while a spilling cache
+//! puts a magazine is handed to it once or kept.
 //!
 //! ```text
 //! RUSTFLAGS="--cfg smarm_loom -C debug-assertions" CARGO_TARGET_DIR=target/loom \
@@ -19,7 +20,7 @@ use loom::sync::Arc;
 use loom::thread;
 use loom_platform::LoomP;
 use smarm_core::lock::FutexLock;
-use smarm_core::node_cache::{Magazine, NodeCache};
+use smarm_core::node_cache::{EmptyMagazine, Magazine, NodeCache};
 use smarm_core::node_depot::NodeDepot;
 
 type Depot = NodeDepot<FutexLock<LoomP>>;
@@ -101,5 +102,24 @@ fn two_puts_over_the_cap_and_a_take_conserve_what_is_kept() {
         assert_eq!(d.take(class()).is_some(), held == 1, "{d:?}");
         assert_eq!(d.held(), 0);
         assert!(d.take(class()).is_none(), "a magazine taken twice");
+    });
+}
+
+#[test]
+fn an_empty_array_given_while_a_cache_spills_is_handed_out_once_or_kept() {
+    model(|| {
+        let d = Arc::new(Depot::new(2));
+        let e = EmptyMagazine::alloc();
+        let m = magazine();
+        let giver = {
+            let d = d.clone();
+            thread::spawn(move || d.put_empty(e))
+        };
+        let got = d.put(m);
+        giver.join().unwrap();
+        // Handed to the spiller (the give came first) or kept: never both,
+        // never lost to neither.
+        assert_eq!(usize::from(got.is_some()) + d.empties(), 1, "{d:?}");
+        assert_eq!(d.held(), 1, "the magazine is kept");
     });
 }

@@ -25,19 +25,27 @@
 //!
 //! # The cache
 //!
-//! 1. [`NodeCache::alloc`] pops the block from the class's free list, or asks
-//!    the global allocator when the list is empty (or the layout is not
+//! 1. [`NodeCache::alloc`] pops the block from the class's stack, or asks
+//!    the global allocator when the stack is empty (or the layout is not
 //!    cached). It never returns null: out of memory calls
 //!    [`handle_alloc_error`].
-//! 2. [`NodeCache::free_spilling`] pushes the block on its class's list;
-//!    a list that already holds [`NodeCache::CLASS_CAP`] blocks leaves
+//! 2. [`NodeCache::free_spilling`] pushes the block on its class's stack;
+//!    a stack that already holds [`NodeCache::CLASS_CAP`] blocks leaves
 //!    whole first (see *Magazines*), and a block of an uncached layout
 //!    goes back to the global allocator. (`NodeCache::free`, for tests,
 //!    frees the block to the allocator instead of spilling.)
-//! 3. A free list is intrusive: a cached block's first word holds the next
-//!    cached block (blocks are at least 16 bytes, 16-aligned). LIFO, so the
-//!    block reused first is the one freed last, likely still in cache.
-//! 4. Dropping the cache frees every cached block.
+//! 3. A class's stack is an array of [`NodeCache::CLASS_CAP`] block
+//!    pointers, allocated when the class first caches a block. The blocks
+//!    themselves are never read or written while cached: freeing a block
+//!    and taking it again touch only the array, which lives in the
+//!    worker's own cache lines. (An intrusive list, the link in the
+//!    block's first word, made a cross-worker flow pay a cache miss per
+//!    message on each side: the freeing worker wrote the link into a line
+//!    the sender's core had written, and the allocating worker read it
+//!    back before it could pop the next one; docs/benchmarks.md, "Where
+//!    ForkJoin's two workers go".) LIFO, so the block reused first is the
+//!    one freed last, likely still in cache.
+//! 4. Dropping the cache frees every cached block and every array.
 //!
 //! A cache has one owner (`&mut self` everywhere; `!Sync`): each worker owns
 //! one. It is `Send`, and a block freed into one worker's cache may have been
@@ -49,15 +57,21 @@
 //! another) allocate on one cache and free into the other: the first runs
 //! dry and asks the global allocator for every block, the second fills up
 //! and frees every block to it. [`NodeCache::free_spilling`] hands a full
-//! class list out whole, as a [`Magazine`] (O(1): the list is already
-//! linked), and [`NodeCache::load`] installs one as an empty class's list;
-//! a shared depot between the two ([`NodeDepot`](super::node_depot::NodeDepot))
-//! moves the blocks back to where they are allocated, a lock round per
-//! [`NodeCache::CLASS_CAP`] blocks.
+//! class stack out whole, as a [`Magazine`] (O(1): the array moves, not
+//! the blocks), and [`NodeCache::load`] installs one as an empty class's
+//! stack; a shared depot between the two
+//! ([`NodeDepot`](super::node_depot::NodeDepot)) moves the blocks back to
+//! where they are allocated, a lock round per [`NodeCache::CLASS_CAP`]
+//! blocks. The arrays go round too: the cache that loads a magazine is
+//! left with its class's old array, empty ([`EmptyMagazine`]); it keeps
+//! one as its spare, for its own next spill, and hands the rest back for
+//! the depot to give a spilling cache, so a steady flow allocates no
+//! arrays either.
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error};
 use core::alloc::Layout;
 use core::fmt;
+use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
 
 #[cfg(all(test, not(smarm_loom)))]
@@ -72,43 +86,53 @@ const MAX_CACHED: usize = 512;
 /// The number of size classes: 16, 32, ..., 512 bytes.
 pub const CLASSES: usize = MAX_CACHED / STEP;
 
-/// One class's free list: the most recently freed block and the count.
+/// The layout of a class's stack: [`NodeCache::CLASS_CAP`] block pointers
+/// (8 KiB on a 64-bit target).
+const SLOTS: Layout = Layout::new::<[*mut u8; NodeCache::CLASS_CAP]>();
+
+/// One class's stack (step 3).
 #[derive(Clone, Copy)]
 struct FreeList {
-    /// The first cached block (null when empty); its first word holds the
-    /// next one.
-    head: *mut u8,
-    /// Blocks on this list.
+    /// The array, owned by the cache; null until the class first caches a
+    /// block (and after its array left in a magazine).
+    slots: *mut *mut u8,
+    /// Blocks on the stack: `slots[..len]` hold them, the last freed at
+    /// `len - 1`. Zero whenever `slots` is null.
     len: usize,
 }
 
 impl FreeList {
     const EMPTY: Self = Self {
-        head: ptr::null_mut(),
+        slots: ptr::null_mut(),
         len: 0,
     };
 }
 
-/// Free lists of raw blocks by size class; see the [module docs](self).
+/// Stacks of raw blocks by size class; see the [module docs](self).
 pub struct NodeCache {
     lists: [FreeList; CLASSES],
+    /// An empty array kept for the next class that needs one (a spill, or
+    /// a class's first block); `None` when the cache has none.
+    spare: Option<EmptyMagazine>,
     /// Blocks cached over all classes.
     cached: usize,
 }
 
-// SAFETY: the cache only holds pointers to global-allocator blocks it owns
-// exclusively; nothing ties them to the thread that freed them.
+// SAFETY: the cache only holds pointers to global-allocator blocks and
+// arrays it owns exclusively; nothing ties them to the thread that freed
+// them.
 unsafe impl Send for NodeCache {}
 
 impl NodeCache {
-    /// At most this many blocks are kept per class; frees beyond it go back
-    /// to the global allocator.
+    /// At most this many blocks are kept per class (the length of a class's
+    /// stack); a free beyond it spills the stack whole.
     pub const CLASS_CAP: usize = 1024;
 
     /// An empty cache (allocates nothing).
     pub const fn new() -> Self {
         Self {
             lists: [FreeList::EMPTY; CLASSES],
+            spare: None,
             cached: 0,
         }
     }
@@ -156,21 +180,24 @@ impl NodeCache {
         }
     }
 
-    /// A cached block for `layout`, `None` when its class's list is empty
+    /// A cached block for `layout`, `None` when its class's stack is empty
     /// (or the layout is not cached).
     #[inline]
     pub fn alloc_cached(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         let c = Self::class(layout)?;
         let list = &mut self.lists[c];
-        let block = NonNull::new(list.head)?;
-        // SAFETY: `block` is a cached block of this class: at least 16
-        // bytes, 16-aligned, owned by the cache, and its first word was
-        // written by `push` in this cache or in the one that filled the
-        // magazine it came in (step 3).
-        list.head = unsafe { block.cast::<*mut u8>().as_ptr().read() };
+        if list.len == 0 {
+            return None;
+        }
         list.len -= 1;
         self.cached -= 1;
-        Some(block)
+        // SAFETY: a non-empty stack has its array (`FreeList::len`), whose
+        // first `len + 1` slots hold its blocks; the slot at the new `len`
+        // is the last one pushed (by `push` here or in the cache that
+        // filled the magazine it came in).
+        let block = unsafe { list.slots.add(list.len).read() };
+        // SAFETY: only blocks (non-null) are pushed.
+        Some(unsafe { NonNull::new_unchecked(block) })
     }
 
     /// Gives a block back: cached if its class has room, else freed to the
@@ -184,17 +211,22 @@ impl NodeCache {
     #[inline]
     pub unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
         match Self::class(layout) {
-            // SAFETY: forwarded contract; the list has room.
-            Some(c) if self.lists[c].len < Self::CLASS_CAP => unsafe { self.push(c, ptr) },
+            Some(c) if self.lists[c].len < Self::CLASS_CAP => {
+                // SAFETY: forwarded contract. The stack has room, so
+                // nothing spills.
+                let spilled = unsafe { self.free_spilling(ptr, layout) };
+                debug_assert!(spilled.is_none());
+            }
             // SAFETY: forwarded contract.
             _ => unsafe { Self::free_global(ptr, layout) },
         }
     }
 
     /// Gives a block back: cached if its class has room; if the class's
-    /// list is full, the whole list leaves the cache as a [`Magazine`]
+    /// stack is full, the whole stack leaves the cache as a [`Magazine`]
     /// (returned) and the block starts a new one. `None`: the block was
-    /// cached, or freed to the global allocator (an uncached layout).
+    /// cached, or freed to the global allocator (an uncached layout, or no
+    /// memory for a new array).
     ///
     /// # Safety
     ///
@@ -209,61 +241,107 @@ impl NodeCache {
             unsafe { Self::free_global(ptr, layout) };
             return None;
         };
+        let list = &mut self.lists[c];
+        if list.len < Self::CLASS_CAP && !list.slots.is_null() {
+            // SAFETY: the array has `CLASS_CAP` slots and `len` is below it;
+            // the block is the cache's now (forwarded contract).
+            unsafe { list.slots.add(list.len).write(ptr.as_ptr()) };
+            list.len += 1;
+            self.cached += 1;
+            return None;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.push_slow(c, ptr) }
+    }
+
+    /// [`free_spilling`](Self::free_spilling) when class `c`'s stack is
+    /// full or has no array: the full stack leaves as a magazine, and the
+    /// block starts a stack in the spare array or a new one.
+    ///
+    /// # Safety
+    ///
+    /// As for [`free_spilling`](Self::free_spilling), with `c` the class
+    /// of its layout.
+    #[cold]
+    unsafe fn push_slow(&mut self, c: usize, ptr: NonNull<u8>) -> Option<Magazine> {
         let full = if self.lists[c].len >= Self::CLASS_CAP {
             self.take_list(c)
         } else {
             None
         };
-        // SAFETY: forwarded contract; the list has room (it had, or it
-        // just left whole).
-        unsafe { self.push(c, ptr) };
+        // The stack is empty now: it has an array (never taken: it was
+        // not full) or none.
+        if self.lists[c].slots.is_null() {
+            match self.spare.take().or_else(EmptyMagazine::new) {
+                Some(e) => self.lists[c].slots = ManuallyDrop::new(e).slots.as_ptr(),
+                None => {
+                    // No memory for an array: the block goes back to the
+                    // allocator rather than the runtime aborting on a free.
+                    // SAFETY: forwarded contract; `class_layout(c)` is the
+                    // block layout of the caller's layout.
+                    unsafe { Self::free_global(ptr, class_layout(c)) };
+                    return full;
+                }
+            }
+        }
+        let list = &mut self.lists[c];
+        // SAFETY: the array has `CLASS_CAP` slots and the stack is empty
+        // (`len` is 0: a full one just left whole); the block is ours.
+        unsafe { list.slots.add(list.len).write(ptr.as_ptr()) };
+        list.len += 1;
+        self.cached += 1;
         full
     }
 
-    /// Pushes `ptr` on class `c`'s list (step 3).
-    ///
-    /// # Safety
-    ///
-    /// As for [`free_spilling`](Self::free_spilling), with `c` the class
-    /// of its layout, and the list below [`CLASS_CAP`](Self::CLASS_CAP).
-    #[inline]
-    unsafe fn push(&mut self, c: usize, ptr: NonNull<u8>) {
-        let list = &mut self.lists[c];
-        // SAFETY: per the contract the block is ours now, at least 16 bytes
-        // and 16-aligned (a cached class's block layout), so its first word
-        // can hold the list link.
-        unsafe { ptr.cast::<*mut u8>().as_ptr().write(list.head) };
-        list.head = ptr.as_ptr();
-        list.len += 1;
-        self.cached += 1;
-    }
-
-    /// Class `c`'s whole list as a magazine (`None` when it is empty); the
-    /// list is empty after.
+    /// Class `c`'s whole stack as a magazine (`None` when it is empty); the
+    /// class has no array after. An empty stack's array becomes the spare
+    /// (or is freed, if there is one).
     #[cold]
     fn take_list(&mut self, c: usize) -> Option<Magazine> {
         let list = core::mem::replace(&mut self.lists[c], FreeList::EMPTY);
         self.cached -= list.len;
-        NonNull::new(list.head).map(|head| Magazine {
-            head,
+        let array = EmptyMagazine {
+            slots: NonNull::new(list.slots)?,
+        };
+        if list.len == 0 {
+            // Dropped (freed) when the cache has a spare already.
+            drop(self.stock(array));
+            return None;
+        }
+        Some(Magazine {
+            array: ManuallyDrop::new(array),
             len: list.len,
             class: c,
         })
     }
 
-    /// Installs `m` as its class's list if that list is empty (its blocks
-    /// are the cache's now); otherwise hands it back.
-    pub fn load(&mut self, m: Magazine) -> Option<Magazine> {
+    /// Installs `m` as its class's stack if that stack is empty (its blocks
+    /// are the cache's now): `Ok`, with the class's old array when the
+    /// cache already has a spare (give it to the depot, for a cache that
+    /// spills). `Err(m)`: the stack has blocks, `m` is handed back.
+    pub fn load(&mut self, m: Magazine) -> Result<Option<EmptyMagazine>, Magazine> {
         let list = &mut self.lists[m.class];
-        if !list.head.is_null() {
-            return Some(m);
+        if list.len != 0 {
+            return Err(m);
         }
-        let m = core::mem::ManuallyDrop::new(m);
+        // Never dropped: its array and blocks are the stack's now.
+        let m = ManuallyDrop::new(m);
+        let old = list.slots;
         *list = FreeList {
-            head: m.head.as_ptr(),
+            slots: m.array.slots.as_ptr(),
             len: m.len,
         };
         self.cached += m.len;
+        Ok(NonNull::new(old).and_then(|slots| self.stock(EmptyMagazine { slots })))
+    }
+
+    /// Keeps `e` as the spare array if the cache has none; otherwise hands
+    /// it back.
+    pub fn stock(&mut self, e: EmptyMagazine) -> Option<EmptyMagazine> {
+        if self.spare.is_some() {
+            return Some(e);
+        }
+        self.spare = Some(e);
         None
     }
 
@@ -296,12 +374,19 @@ impl NodeCache {
         self.cached
     }
 
-    /// Frees every cached block to the global allocator.
+    /// Whether the cache holds a spare array.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    pub fn has_spare(&self) -> bool {
+        self.spare.is_some()
+    }
+
+    /// Frees every cached block and every array to the global allocator.
     pub fn clear(&mut self) {
         for c in 0..CLASSES {
-            // The magazine's drop frees the list's blocks.
+            // The magazine's drop frees the stack's blocks and array.
             drop(self.take_list(c));
         }
+        self.spare = None;
     }
 }
 
@@ -319,24 +404,71 @@ impl Drop for NodeCache {
 
 impl fmt::Debug for NodeCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeCache").field("cached", &self.cached).finish()
+        f.debug_struct("NodeCache")
+            .field("cached", &self.cached)
+            .field("spare", &self.spare.is_some())
+            .finish()
     }
 }
 
-/// A class's free list taken out of a cache whole (see the module docs,
-/// *Magazines*): its blocks, linked through their first words, belong to
-/// it. Dropping it frees them to the global allocator.
+/// A class's array of [`NodeCache::CLASS_CAP`] block pointers, holding no
+/// blocks: what a cache that loads a [`Magazine`] is left with, for a cache
+/// that spills (see the module docs, *Magazines*). Arrays have no class.
+/// Dropping it frees the array.
+pub struct EmptyMagazine {
+    /// The array (`SLOTS`), from the global allocator, owned.
+    slots: NonNull<*mut u8>,
+}
+
+// SAFETY: an empty magazine owns its array exclusively, plain
+// global-allocator memory tied to no thread.
+unsafe impl Send for EmptyMagazine {}
+
+impl EmptyMagazine {
+    /// A new array, for tests and tools (a cache makes its own). Never
+    /// fails: out of memory calls [`handle_alloc_error`].
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    pub fn alloc() -> Self {
+        Self::new().unwrap_or_else(|| handle_alloc_error(SLOTS))
+    }
+
+    /// A new array, `None` when the allocator has no memory for it.
+    #[cold]
+    fn new() -> Option<Self> {
+        // SAFETY: `SLOTS` has a non-zero size.
+        let slots = NonNull::new(unsafe { alloc(SLOTS) })?;
+        Some(EmptyMagazine { slots: slots.cast() })
+    }
+}
+
+impl Drop for EmptyMagazine {
+    fn drop(&mut self) {
+        // SAFETY: the array was allocated with `SLOTS` and is ours.
+        unsafe { dealloc(self.slots.as_ptr().cast(), SLOTS) }
+    }
+}
+
+impl fmt::Debug for EmptyMagazine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EmptyMagazine")
+    }
+}
+
+/// A class's stack taken out of a cache whole (see the module docs,
+/// *Magazines*): its array and the blocks in it belong to it. Dropping it
+/// frees them to the global allocator.
 pub struct Magazine {
-    /// The first block; its first word holds the next (null after the last).
-    head: NonNull<u8>,
-    /// Blocks in the list (at least 1).
+    /// The array; `array.slots[..len]` hold the blocks. (`ManuallyDrop`:
+    /// the drop frees the blocks first, then the array.)
+    array: ManuallyDrop<EmptyMagazine>,
+    /// Blocks in it (at least 1, at most `CLASS_CAP`).
     len: usize,
     /// Their class.
     class: usize,
 }
 
-// SAFETY: a magazine owns its blocks exclusively, and they are plain
-// global-allocator memory, tied to no thread.
+// SAFETY: a magazine owns its array and blocks exclusively, plain
+// global-allocator memory tied to no thread.
 unsafe impl Send for Magazine {}
 
 impl Magazine {
@@ -361,18 +493,14 @@ impl Magazine {
 impl Drop for Magazine {
     fn drop(&mut self) {
         let block = class_layout(self.class);
-        let mut p = self.head.as_ptr();
-        while !p.is_null() {
-            // SAFETY: each block of the list is ours (the magazine owns
-            // them), was allocated with its class's block layout, and has
-            // the next block's address in its first word (step 3); it is
-            // read before the block is freed.
-            unsafe {
-                let next = p.cast::<*mut u8>().read();
-                dealloc(p, block);
-                p = next;
-            }
+        let slots = self.array.slots.as_ptr();
+        for i in 0..self.len {
+            // SAFETY: the first `len` slots hold the magazine's blocks, each
+            // allocated with its class's block layout and owned here.
+            unsafe { dealloc(slots.add(i).read(), block) };
         }
+        // SAFETY: the array is dropped once, here, and not used after.
+        unsafe { ManuallyDrop::drop(&mut self.array) };
     }
 }
 

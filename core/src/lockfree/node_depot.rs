@@ -19,12 +19,22 @@
 //! its receivers run: 16-byte nodes, 512 KiB), and a larger one gives the
 //! rest of its memory back.
 //!
+//! The arrays the magazines come in go round as well: a cache that loads a
+//! magazine is left with an empty array ([`EmptyMagazine`]) beyond its
+//! spare, which it gives here ([`NodeDepot::put_empty`]), and a cache that
+//! spills gets one back for its next spill ([`NodeDepot::put`]'s answer).
+//! The depot holds at most as many arrays, full and empty together, as it
+//! may hold full magazines over all classes (the sum of the class caps):
+//! so a burst that comes back through the depot finds an array for each of
+//! its magazines when it spills again, and an empty array beyond that is
+//! freed.
+//!
 //! [`NodeCache`]: super::node_cache::NodeCache
 //! [`NodeCache::CLASS_CAP`]: super::node_cache::NodeCache::CLASS_CAP
 
 use alloc::vec::Vec;
 
-use super::node_cache::{Magazine, NodeCache, CLASSES};
+use super::node_cache::{EmptyMagazine, Magazine, NodeCache, CLASSES};
 use crate::seam::lock::Mutex;
 use crate::seam::platform::RawLock;
 use crate::sync::{AtomicUsize, Ordering};
@@ -32,15 +42,26 @@ use crate::sync::{AtomicUsize, Ordering};
 #[cfg(all(test, not(smarm_loom)))]
 mod tests;
 
+/// What the depot's lock guards.
+struct Held {
+    /// Full magazines by class.
+    full: [Vec<Magazine>; CLASSES],
+    /// Empty arrays, of any class.
+    empty: Vec<EmptyMagazine>,
+}
+
 /// Spilled magazines by class, shared by a runtime's workers.
 pub struct NodeDepot<L: RawLock> {
-    classes: Mutex<L, [Vec<Magazine>; CLASSES]>,
+    store: Mutex<L, Held>,
     /// Magazines held over all classes, readable without the lock.
     held: AtomicUsize,
     /// The fewest magazines a class may keep.
     min: usize,
     /// The bytes of blocks a class may keep, if that is more magazines.
     class_bytes: usize,
+    /// The most arrays held, in full magazines and empty: the sum of the
+    /// classes' caps.
+    arrays: usize,
 }
 
 impl<L: RawLock> NodeDepot<L> {
@@ -51,31 +72,46 @@ impl<L: RawLock> NodeDepot<L> {
     }
 
     /// An empty depot keeping per class up to `min` magazines, or as many
-    /// as fit in `class_bytes` of blocks if that is more.
+    /// as fit in `class_bytes` of blocks if that is more, and empty
+    /// arrays while the arrays held (full and empty) are fewer than the
+    /// sum of those caps.
     pub fn with_budget(min: usize, class_bytes: usize) -> Self {
+        let arrays = (0..CLASSES).map(|c| Self::class_cap(min, class_bytes, c)).sum();
         NodeDepot {
-            classes: Mutex::new(core::array::from_fn(|_| Vec::new())),
+            store: Mutex::new(Held {
+                full: core::array::from_fn(|_| Vec::new()),
+                // Room for all up front: a burst coming back through the
+                // depot then allocates nothing (a Vec's growth would).
+                empty: Vec::with_capacity(arrays),
+            }),
             held: AtomicUsize::new(0),
             min,
             class_bytes,
+            arrays,
         }
     }
 
     /// The most magazines kept of class `class`.
     pub fn cap(&self, class: usize) -> usize {
+        Self::class_cap(self.min, self.class_bytes, class)
+    }
+
+    fn class_cap(min: usize, class_bytes: usize, class: usize) -> usize {
         let magazine = NodeCache::CLASS_CAP * NodeCache::class_size(class);
-        self.min.max(self.class_bytes / magazine)
+        min.max(class_bytes / magazine)
     }
 
     /// Keeps `m` for a later [`take`](Self::take), or frees its blocks when
-    /// its class already has [`cap`](Self::cap) magazines.
+    /// its class already has [`cap`](Self::cap) magazines; either way hands
+    /// out an empty array if one is kept (for the spilling cache's next
+    /// spill: [`NodeCache::stock`]).
     #[cold]
-    pub fn put(&self, m: Magazine) {
+    pub fn put(&self, m: Magazine) -> Option<EmptyMagazine> {
         let cap = self.cap(m.class());
-        let spare = {
-            let mut classes = self.classes.lock();
-            let list = &mut classes[m.class()];
-            if list.len() < cap {
+        let (spare, empty) = {
+            let mut held = self.store.lock();
+            let list = &mut held.full[m.class()];
+            let spare = if list.len() < cap {
                 list.push(m);
                 // Relaxed: written under the lock; `take` reads it only as
                 // a hint and takes the lock before trusting it.
@@ -83,9 +119,30 @@ impl<L: RawLock> NodeDepot<L> {
                 None
             } else {
                 Some(m)
-            }
+            };
+            (spare, held.empty.pop())
         };
         // Freed outside the lock: a walk over CLASS_CAP blocks.
+        drop(spare);
+        empty
+    }
+
+    /// Keeps an empty array for a later [`put`](Self::put)'s caller, or
+    /// frees it when the depot holds its most arrays (the sum of the class
+    /// caps, full magazines and empty arrays together).
+    #[cold]
+    pub fn put_empty(&self, e: EmptyMagazine) {
+        let spare = {
+            let mut held = self.store.lock();
+            // Relaxed: `held` changes only under the lock, which we hold.
+            let full = self.held.load(Ordering::Relaxed);
+            if full + held.empty.len() < self.arrays {
+                held.empty.push(e);
+                None
+            } else {
+                Some(e)
+            }
+        };
         drop(spare);
     }
 
@@ -98,7 +155,7 @@ impl<L: RawLock> NodeDepot<L> {
         if self.held.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let m = self.classes.lock()[class].pop()?;
+        let m = self.store.lock().full[class].pop()?;
         // Relaxed: as in `put`.
         self.held.fetch_sub(1, Ordering::Relaxed);
         Some(m)
@@ -108,6 +165,12 @@ impl<L: RawLock> NodeDepot<L> {
     pub fn held(&self) -> usize {
         // Relaxed: a statistic (see `put`).
         self.held.load(Ordering::Relaxed)
+    }
+
+    /// Empty arrays held.
+    #[cfg(any(test, feature = "internals", smarm_loom))]
+    pub fn empties(&self) -> usize {
+        self.store.lock().empty.len()
     }
 }
 

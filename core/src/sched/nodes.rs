@@ -12,8 +12,9 @@ use core::ptr::NonNull;
 
 use super::{ctx, WorkerCtx};
 use crate::lockfree::mpsc_queue::Node;
-use crate::lockfree::node_cache::NodeCache;
-use crate::seam::platform::Platform;
+use crate::lockfree::node_cache::{Magazine, NodeCache};
+use crate::lockfree::node_depot::NodeDepot;
+use crate::seam::platform::{Platform, RawLock};
 
 /// A message node for a `T`: from the calling worker's cache, or the global
 /// allocator on a plain thread.
@@ -54,12 +55,25 @@ unsafe fn node_refill<P: Platform>(c: *mut WorkerCtx<P>, layout: Layout) -> NonN
     // SAFETY: caller contract; the core outlives its workers' contexts.
     let (cache, depot) = unsafe { (&mut (*c).nodes, &(*(*c).core).nodes) };
     if let Some(m) = NodeCache::class(layout).and_then(|class| depot.take(class)) {
-        // The list was empty (`alloc_cached` just said so): `load` keeps it.
-        if let Some(back) = cache.load(m) {
-            depot.put(back);
+        // The stack was empty (`alloc_cached` just said so): `load` keeps
+        // the magazine, and the class's old array goes round.
+        match cache.load(m) {
+            Ok(None) => {}
+            Ok(Some(empty)) => depot.put_empty(empty),
+            Err(back) => spill(cache, depot, back),
         }
     }
     cache.alloc(layout)
+}
+
+/// Gives the depot a full magazine from `cache`, and `cache` an empty
+/// array for its next spill if the depot has one.
+#[cold]
+fn spill<L: RawLock>(cache: &mut NodeCache, depot: &NodeDepot<L>, m: Magazine) {
+    if let Some(empty) = depot.put(m) {
+        // Freed here if the cache has a spare already.
+        drop(cache.stock(empty));
+    }
 }
 
 /// Returns a spent node to the calling worker's cache (or the global
@@ -85,8 +99,8 @@ pub(crate) unsafe fn node_free_in<T, P: Platform>(c: *mut WorkerCtx<P>, node: No
         if c.is_null() {
             Node::<T>::free_global(node);
         } else if let Some(m) = (*c).nodes.free_spilling(node.cast(), Node::<T>::layout()) {
-            // A full list: to the depot, for a worker whose cache is dry.
-            (*(*c).core).nodes.put(m);
+            // A full stack: to the depot, for a worker whose cache is dry.
+            spill(&mut (*c).nodes, &(*(*c).core).nodes, m);
         }
     }
 }
@@ -131,8 +145,8 @@ pub(crate) unsafe fn block_free<P: Platform>(block: NonNull<u8>, layout: Layout)
         if c.is_null() {
             NodeCache::free_global(block, layout);
         } else if let Some(m) = (*c).nodes.free_spilling(block, layout) {
-            // A full list: to the depot, for a worker whose cache is dry.
-            (*(*c).core).nodes.put(m);
+            // A full stack: to the depot, for a worker whose cache is dry.
+            spill(&mut (*c).nodes, &(*(*c).core).nodes, m);
         }
     }
 }

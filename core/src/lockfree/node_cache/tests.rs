@@ -221,7 +221,10 @@ fn a_full_list_spills_whole_and_loads_into_a_dry_cache() {
     assert_eq!(a.alloc_cached(l), None, "the spilled blocks stayed in `a`");
 
     let mut b = NodeCache::new();
-    assert!(b.load(m).is_none(), "a dry cache takes the magazine");
+    assert!(
+        matches!(b.load(m), Ok(None)),
+        "a dry cache takes the magazine (and had no array to give back)"
+    );
     assert_eq!(b.cached(), NodeCache::CLASS_CAP);
     // Every block comes out once, the last freed first.
     let mut got: Vec<usize> = core::iter::from_fn(|| b.alloc_cached(l))
@@ -247,7 +250,7 @@ fn a_cache_with_blocks_hands_a_magazine_back() {
     let m = unsafe { a.free_spilling(NodeCache::alloc_global(l), l) }.unwrap();
     // `a` holds one block of the class again: the magazine comes back
     // whole, and dropping it frees its blocks (Miri's leak check).
-    let m = a.load(m).expect("a non-empty list keeps its blocks");
+    let m = a.load(m).expect_err("a non-empty stack keeps its blocks");
     assert_eq!(m.len(), NodeCache::CLASS_CAP);
     assert_eq!(a.cached(), 1);
     drop(m);
@@ -267,4 +270,97 @@ fn an_uncached_layout_never_spills() {
     }
     assert_eq!(c.cached(), 0);
     assert_eq!(c.alloc_cached(big), None);
+}
+
+#[test]
+fn a_cached_block_is_never_written() {
+    // Every byte of a block is as the user left it when it comes out of a
+    // cache again: on the same cache, and after a spill and a load into
+    // another (an intrusive free list wrote its link into the first word).
+    let l = layout(48, 8);
+    let size = NodeCache::block_layout(l).size();
+    let mut a = NodeCache::new();
+    let blocks: Vec<_> = (0..=NodeCache::CLASS_CAP).map(|_| a.alloc(l)).collect();
+    let mut spilled = None;
+    for (i, &p) in blocks.iter().enumerate() {
+        // SAFETY: a block of `l` has `size` writable bytes; then it is
+        // given up, once.
+        unsafe {
+            p.as_ptr().write_bytes(i as u8 | 1, size);
+            if let Some(m) = a.free_spilling(p, l) {
+                spilled = Some(m);
+            }
+        }
+    }
+    let index: std::collections::HashMap<NonNull<u8>, usize> =
+        blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+    let check = |p: NonNull<u8>| {
+        let i = *index.get(&p).expect("one of ours");
+        // SAFETY: a live block of `size` bytes, written above.
+        let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), size) };
+        assert!(
+            bytes.iter().all(|&x| x == i as u8 | 1),
+            "block {i} written while cached"
+        );
+        p
+    };
+    let last = check(a.alloc_cached(l).expect("the block that spilled"));
+    let mut b = NodeCache::new();
+    assert!(b.load(spilled.expect("spilled at the cap")).is_ok());
+    let out: Vec<_> = core::iter::from_fn(|| b.alloc_cached(l)).map(check).collect();
+    assert_eq!(out.len(), NodeCache::CLASS_CAP);
+    for p in out.into_iter().chain([last]) {
+        // SAFETY: each block came out of a cache once and is given up.
+        unsafe { NodeCache::free_global(p, l) };
+    }
+}
+
+/// Fills class `l`'s stack of `c` to the cap and spills it.
+fn spill_one(c: &mut NodeCache, l: Layout) -> super::Magazine {
+    fill(c, l);
+    // SAFETY: a fresh block of `l`, given up.
+    let m = unsafe { c.free_spilling(NodeCache::alloc_global(l), l) };
+    // The block that spilled it, back to the allocator.
+    let extra = c.alloc_cached(l).expect("the spilling block stays");
+    // SAFETY: it came out of the cache once.
+    unsafe { NodeCache::free_global(extra, l) };
+    m.expect("a full stack spills")
+}
+
+#[test]
+fn a_loaded_cache_keeps_one_old_array_and_hands_on_the_rest() {
+    let l = layout(40, 8);
+    let mut producer = NodeCache::new();
+    let mut consumer = NodeCache::new();
+    let drain = |p: &mut NodeCache| {
+        while let Some(b) = p.alloc_cached(l) {
+            // SAFETY: out of the cache once, given up.
+            unsafe { NodeCache::free_global(b, l) };
+        }
+    };
+    // First load: the class had no array.
+    assert!(matches!(producer.load(spill_one(&mut consumer, l)), Ok(None)));
+    assert!(!producer.has_spare());
+    drain(&mut producer);
+    // Second: the first magazine's array, now empty, becomes the spare.
+    assert!(matches!(producer.load(spill_one(&mut consumer, l)), Ok(None)));
+    assert!(producer.has_spare());
+    drain(&mut producer);
+    // Third: a spare is held, so the old array is handed on ...
+    let empty = producer
+        .load(spill_one(&mut consumer, l))
+        .expect("the stack was empty")
+        .expect("a second empty array goes back");
+    // ... to a cache that spills: it keeps it as its spare, and its next
+    // spill restarts its stack in it.
+    assert!(!consumer.has_spare(), "each spill used a new array");
+    assert!(consumer.stock(empty).is_none(), "kept as the spare");
+    assert!(consumer.has_spare());
+    let m = spill_one(&mut consumer, l);
+    assert!(!consumer.has_spare(), "the spill restarted in the spare");
+    // A cache with a spare hands a stocked array back.
+    drain(&mut producer);
+    let e = producer.load(m).expect("empty").expect("handed on");
+    assert!(producer.stock(e).is_some(), "one spare at most");
+    assert_eq!(producer.cached(), NodeCache::CLASS_CAP);
 }

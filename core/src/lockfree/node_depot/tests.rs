@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::vec::Vec;
 
 use super::NodeDepot;
-use crate::lockfree::node_cache::{Magazine, NodeCache};
+use crate::lockfree::node_cache::{EmptyMagazine, Magazine, NodeCache};
 use crate::seam::lock::FutexLock;
 use crate::seam::test_platform::StdPlatform;
 
@@ -74,7 +74,9 @@ fn a_one_way_flow_between_two_threads_goes_round_the_depot() {
             while spilled < rounds {
                 // SAFETY: a fresh block of `l`, given up.
                 if let Some(m) = unsafe { c.free_spilling(NodeCache::alloc_global(l), l) } {
-                    d.put(m);
+                    if let Some(e) = d.put(m) {
+                        drop(c.stock(e));
+                    }
                     spilled += 1;
                 }
             }
@@ -87,7 +89,11 @@ fn a_one_way_flow_between_two_threads_goes_round_the_depot() {
     while got < 2 {
         match d.take(class) {
             Some(m) => {
-                assert!(p.load(m).is_none(), "the producer's list is dry");
+                match p.load(m) {
+                    Ok(Some(e)) => d.put_empty(e),
+                    Ok(None) => {}
+                    Err(_) => panic!("the producer's stack is dry"),
+                }
                 blocks.extend(core::iter::from_fn(|| p.alloc_cached(l)));
                 got += 1;
             }
@@ -130,4 +136,42 @@ fn a_byte_budget_keeps_more_magazines_of_small_blocks() {
     assert!(d.take(class(small)).is_none(), "the fifth was freed, not kept");
     assert!(d.take(class(big)).is_some());
     assert!(d.take(class(big)).is_none(), "the second big one was freed");
+}
+
+#[test]
+fn empty_arrays_go_from_a_loading_cache_to_a_spilling_one() {
+    let d = Depot::new(2);
+    let l = layout(40);
+    // No empty array kept: a put hands none back.
+    assert!(d.put(magazine(l)).is_none());
+    assert_eq!(d.empties(), 0);
+    d.put_empty(EmptyMagazine::alloc());
+    assert_eq!(d.empties(), 1);
+    // The next put hands it out, once.
+    assert!(d.put(magazine(l)).is_some(), "the kept empty array");
+    assert_eq!(d.empties(), 0);
+    // A refused magazine (the class is at its cap of 2) hands one out too.
+    d.put_empty(EmptyMagazine::alloc());
+    assert!(d.put(magazine(l)).is_some());
+    assert_eq!((d.held(), d.empties()), (2, 0));
+}
+
+#[test]
+fn the_depot_holds_no_more_arrays_than_it_may_hold_magazines() {
+    // One magazine per class: 32 arrays, full or empty, at most.
+    let d = Depot::new(1);
+    let l = layout(40);
+    assert!(d.put(magazine(l)).is_none());
+    for _ in 0..40 {
+        d.put_empty(EmptyMagazine::alloc());
+    }
+    assert_eq!((d.held(), d.empties()), (1, 31), "the rest were freed");
+    // A magazine taken makes room for one more empty array.
+    let m = d.take(NodeCache::class(l).unwrap()).expect("kept");
+    d.put_empty(EmptyMagazine::alloc());
+    d.put_empty(EmptyMagazine::alloc());
+    assert_eq!((d.held(), d.empties()), (0, 32));
+    // A put keeps the magazine and hands an empty array out: still 32.
+    assert!(d.put(m).is_some());
+    assert_eq!((d.held(), d.empties()), (1, 31));
 }
