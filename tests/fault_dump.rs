@@ -164,3 +164,42 @@ fn mailbox_depths_are_counted_only_when_the_builder_asks() {
         }
     });
 }
+
+#[test]
+fn a_mailboxs_depth_drops_with_each_message_its_actor_takes() {
+    // A receive counts what it takes (the receiving `Mailbox` keeps its
+    // own copy of whether depths are counted): five sent, two taken, the
+    // dump says three; the rest taken, it says none.
+    with_timeout(60, || {
+        let rt = Runtime::builder()
+            .workers(1)
+            .mailbox_depths(true)
+            .build()
+            .unwrap();
+        let (gate_tx, gate_rx) = smarm::oneshot::<()>();
+        let (inbox, h) = rt.spawn_actor_named("taker", move |mut mb: Mailbox<u32>| {
+            let first = mb.recv().unwrap() + mb.recv().unwrap();
+            gate_rx.recv().unwrap();
+            let mut rest = 0;
+            // Ends when the last address is dropped.
+            while let Ok(n) = mb.recv() {
+                rest += n;
+            }
+            (first, rest)
+        });
+        for i in 1..=5 {
+            inbox.send(i).unwrap();
+        }
+        eventually(20, "two taken, three queued", || {
+            depth_of(&rt, "taker") == Some(3)
+        });
+        gate_tx.send(()).unwrap();
+        eventually(20, "all taken, waiting on an empty mailbox", || {
+            let d = rt.dump();
+            let a = named(&d, "taker");
+            a.mailbox_depth == Some(0) && a.state == ActorState::WaitingMailbox
+        });
+        drop(inbox);
+        assert_eq!(h.join().unwrap(), (3, 12));
+    });
+}

@@ -125,6 +125,23 @@ pub(crate) struct SharedLayout {
 pub struct Mailbox<M, P: Platform> {
     shared: SharedRef<M, P>,
     save: VecDeque<M>,
+    /// What each receive needs of the shared half's fixed facts, copied
+    /// here (see [`RxFlags`]).
+    flags: RxFlags,
+}
+
+/// Facts about a mailbox fixed when it is made that every receive reads,
+/// kept in the receiving [`Mailbox`] (the receiving actor's own memory):
+/// in the shared half they sit on the line of the queue's tail, which
+/// every send swaps, so reading them there cost a receive on another core
+/// than its sender a cache miss per message (docs/benchmarks.md, "A
+/// receive reads nothing the senders write").
+#[derive(Clone, Copy)]
+struct RxFlags {
+    /// Receives are counted for dumps (`Chan::counted`).
+    counted: bool,
+    /// The mailbox has a bound, whose slot each receive frees.
+    bounded: bool,
 }
 
 /// The address of an actor's mailbox: clone it, send it anywhere, send to
@@ -227,6 +244,10 @@ fn pair<M: Send, P: Platform>(life: LifeRef, cap: Option<usize>) -> (Mailbox<M, 
 fn halves<M, P: Platform>(shared: SharedRef<M, P>) -> (Mailbox<M, P>, Addr<M, P>) {
     (
         Mailbox {
+            flags: RxFlags {
+                counted: shared.chan.counted(),
+                bounded: shared.bound.is_some(),
+            },
             shared: shared.clone(),
             save: VecDeque::new(),
         },
@@ -430,15 +451,16 @@ impl<M: Send, P: Platform> Shared<M, P> {
 }
 
 impl<M, P: Platform> Shared<M, P> {
-    /// The oldest message of the MPSC queue, its slot freed.
+    /// The oldest message of the MPSC queue, its slot freed; `f` is the
+    /// receiving `Mailbox`'s copy of this mailbox's flags.
     ///
     /// # Safety
     ///
     /// Receiver only (the queue's single consumer).
     #[inline]
-    unsafe fn pop(&self) -> Result<M, TryRecvError> {
+    unsafe fn pop(&self, f: RxFlags) -> Result<M, TryRecvError> {
         // SAFETY: forwarded contract.
-        unsafe { self.pop_in_place() }.map(Popped::take)
+        unsafe { self.pop_in_place(f) }.map(Popped::take)
     }
 
     /// [`pop`](Self::pop) with the message left in its node
@@ -449,14 +471,16 @@ impl<M, P: Platform> Shared<M, P> {
     ///
     /// As for [`pop`](Self::pop).
     #[inline]
-    unsafe fn pop_in_place(&self) -> Result<Popped<M, P>, TryRecvError> {
+    unsafe fn pop_in_place(&self, f: RxFlags) -> Result<Popped<M, P>, TryRecvError> {
         // SAFETY: forwarded contract.
         let m = unsafe { self.chan.try_recv_in_place::<P>() }?;
-        if self.chan.counted() {
+        if f.counted {
             self.life.count_taken();
         }
-        if let Some(b) = &self.bound {
-            b.release_slot();
+        if f.bounded {
+            if let Some(b) = &self.bound {
+                b.release_slot();
+            }
         }
         Ok(m)
     }
@@ -495,7 +519,7 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
             return Ok(m);
         }
         // SAFETY: `&mut self`: the single consumer.
-        unsafe { self.shared.pop() }
+        unsafe { self.shared.pop(self.flags) }
     }
 
     /// The next message, waiting for one if the mailbox is empty (an actor
@@ -512,9 +536,9 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         if let Some(m) = self.save.pop_front() {
             return Ok(m);
         }
-        let shared = &self.shared;
+        let (shared, flags) = (&self.shared, self.flags);
         // SAFETY: `&mut self`: the single consumer.
-        let take = |_: &Chan<M>| unsafe { shared.pop_in_place() };
+        let take = |_: &Chan<M>| unsafe { shared.pop_in_place(flags) };
         // SAFETY: as above; `c` read after the safe point; the message is
         // taken at once (no pop in between), with the slot read after the
         // last switch.
@@ -541,11 +565,11 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// platform's monotonic clock (for ports).
     #[doc(hidden)]
     pub fn recv_deadline_ns(&mut self, deadline_ns: u64) -> Result<M, RecvTimeoutError> {
-        let Mailbox { shared, save } = self;
+        let Mailbox { shared, save, flags } = self;
         let take = |_: &Chan<M>| match save.pop_front() {
             Some(m) => Ok(m),
             // SAFETY: `&mut self`: the single consumer.
-            None => unsafe { shared.pop() },
+            None => unsafe { shared.pop(*flags) },
         };
         let poke = || PokeWith(shared.clone(), |s: &SharedRef<M, P>| s.chan.wake_receiver());
         // SAFETY: as above.

@@ -5,7 +5,7 @@
 use alloc::collections::VecDeque;
 use core::time::Duration;
 
-use super::{Mailbox, Shared};
+use super::{Mailbox, RxFlags, Shared};
 use crate::actor::WAIT_MAILBOX;
 use crate::msg::channel::chan::Chan;
 use crate::msg::channel::{RecvError, RecvTimeoutError, TryRecvError};
@@ -19,9 +19,11 @@ use crate::seam::platform::Platform;
 ///
 /// # Safety
 ///
-/// Receiver only (the queue's single consumer).
+/// Receiver only (the queue's single consumer), with its `Mailbox`'s
+/// flags.
 unsafe fn take_matching<M, P: Platform>(
     shared: &Shared<M, P>,
+    flags: RxFlags,
     save: &mut VecDeque<M>,
     pred: &mut impl FnMut(&M) -> bool,
 ) -> Result<M, TryRecvError> {
@@ -30,7 +32,7 @@ unsafe fn take_matching<M, P: Platform>(
     }
     loop {
         // SAFETY: forwarded contract.
-        let m = unsafe { shared.pop() }?;
+        let m = unsafe { shared.pop(flags) }?;
         if pred(&m) {
             return Ok(m);
         }
@@ -45,16 +47,16 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
     /// no `Addr` is left).
     pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Result<M, TryRecvError> {
         // SAFETY: `&mut self`: the single consumer.
-        unsafe { take_matching(&self.shared, &mut self.save, &mut pred) }
+        unsafe { take_matching(&self.shared, self.flags, &mut self.save, &mut pred) }
     }
 
     /// Selective receive: waits for the first message matching `pred`,
     /// leaving the others in the mailbox in arrival order. `Err` once no
     /// match can come (none is saved and no `Addr` is left).
     pub fn recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Result<M, RecvError> {
-        let Mailbox { shared, save } = self;
+        let Mailbox { shared, save, flags } = self;
         // SAFETY: `&mut self`: the single consumer.
-        let take = |_: &Chan<M>| unsafe { take_matching(shared, save, &mut pred) };
+        let take = |_: &Chan<M>| unsafe { take_matching(shared, *flags, save, &mut pred) };
         // SAFETY: as above.
         unsafe { shared.chan.recv_with::<P, _>(WAIT_MAILBOX, take) }.map(|(m, _)| m)
     }
@@ -81,9 +83,9 @@ impl<M: Send + 'static, P: Platform> Mailbox<M, P> {
         mut pred: impl FnMut(&M) -> bool,
     ) -> Result<M, RecvTimeoutError> {
         let deadline_ns = sched::deadline_after::<P>(timeout);
-        let Mailbox { shared, save } = self;
+        let Mailbox { shared, save, flags } = self;
         // SAFETY: `&mut self`: the single consumer.
-        let take = |_: &Chan<M>| unsafe { take_matching(shared, save, &mut pred) };
+        let take = |_: &Chan<M>| unsafe { take_matching(shared, *flags, save, &mut pred) };
         let poke = || {
             PokeWith(shared.clone(), |s: &super::SharedRef<M, P>| {
                 s.chan.wake_receiver()
