@@ -193,8 +193,8 @@ impl NodeCache {
         self.cached -= 1;
         // SAFETY: a non-empty stack has its array (`FreeList::len`), whose
         // first `len + 1` slots hold its blocks; the slot at the new `len`
-        // is the last one pushed (by `push` here or in the cache that
-        // filled the magazine it came in).
+        // is the last one pushed (by `free_spilling` here or in the cache
+        // that filled the magazine it came in).
         let block = unsafe { list.slots.add(list.len).read() };
         // SAFETY: only blocks (non-null) are pushed.
         Some(unsafe { NonNull::new_unchecked(block) })
@@ -269,22 +269,21 @@ impl NodeCache {
         } else {
             None
         };
-        // The stack is empty now: it has an array (never taken: it was
-        // not full) or none.
-        if self.lists[c].slots.is_null() {
-            match self.spare.take().or_else(EmptyMagazine::new) {
-                Some(e) => self.lists[c].slots = ManuallyDrop::new(e).slots.as_ptr(),
-                None => {
-                    // No memory for an array: the block goes back to the
-                    // allocator rather than the runtime aborting on a free.
-                    // SAFETY: forwarded contract; `class_layout(c)` is the
-                    // block layout of the caller's layout.
-                    unsafe { Self::free_global(ptr, class_layout(c)) };
-                    return full;
-                }
-            }
-        }
+        // Either way the class has no array now: its full one just left,
+        // or it never had one (the fast path takes every other case).
+        debug_assert!(self.lists[c].slots.is_null() && self.lists[c].len == 0);
+        let Some(array) = self.spare.take().or_else(EmptyMagazine::new) else {
+            // No memory for an array: the block goes back to the allocator
+            // rather than the runtime aborting on a free.
+            // SAFETY: forwarded contract; `class_layout(c)` is the block
+            // layout of the caller's layout.
+            unsafe { Self::free_global(ptr, class_layout(c)) };
+            return full;
+        };
         let list = &mut self.lists[c];
+        // The list owns the array from here (freed by `take_list`'s
+        // magazine or empty array).
+        list.slots = ManuallyDrop::new(array).slots.as_ptr();
         // SAFETY: the array has `CLASS_CAP` slots and the stack is empty
         // (`len` is 0: a full one just left whole); the block is ours.
         unsafe { list.slots.add(list.len).write(ptr.as_ptr()) };
