@@ -125,17 +125,15 @@ pub(crate) struct SharedLayout {
 pub struct Mailbox<M, P: Platform> {
     shared: SharedRef<M, P>,
     save: VecDeque<M>,
-    /// What each receive needs of the shared half's fixed facts, copied
-    /// here (see [`RxFlags`]).
+    /// The shared half's fixed facts each receive reads ([`RxFlags`]).
     flags: RxFlags,
 }
 
-/// Facts about a mailbox fixed when it is made that every receive reads,
-/// kept in the receiving [`Mailbox`] (the receiving actor's own memory):
-/// in the shared half they sit on the line of the queue's tail, which
-/// every send swaps, so reading them there cost a receive on another core
-/// than its sender a cache miss per message (docs/benchmarks.md, "A
-/// receive reads nothing the senders write").
+/// A mailbox's facts that every receive reads, fixed when it is made and
+/// kept in the receiving [`Mailbox`]: in the shared half they sit on the
+/// line of the queue's tail, which every send swaps (a miss per message
+/// for a receiver on another core than its senders; docs/benchmarks.md,
+/// "A receive reads nothing the senders write").
 #[derive(Clone, Copy)]
 struct RxFlags {
     /// Receives are counted for dumps (`Chan::counted`).
