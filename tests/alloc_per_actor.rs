@@ -250,3 +250,55 @@ fn bounded_channels_reuse_their_blocks() {
         assert!(rx.recv().is_err(), "the channel outlived its one sender");
     });
 }
+
+/// A receive on an actor's own mailbox registers without a reference (the
+/// mailbox pins its actor instead, until its last address goes), and the
+/// parked actor keeps its worker's reference for the waker that moves it
+/// out. Each round here parks an actor in a receive and ends it through
+/// one of those wakes: a send (the registration's waker), or a kill (a
+/// waker with a reference of its own, which must drop that one). Every
+/// block comes back: a reference kept once too often would leave an
+/// actor's control block allocated per round (a pin never released, a
+/// killer's reference never dropped), and the worker's block cache would
+/// have to allocate anew for each round's spawn.
+#[test]
+fn actors_woken_or_killed_in_a_receive_leave_nothing_behind() {
+    with_timeout(60, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        rt.block_on(|| {
+            let round = |i: u32| {
+                // Work-first: the child runs inside the spawn, up to its
+                // park in `recv`, before the spawn returns.
+                smarm_tests::next_spawn_work_first();
+                let (a, h) = smarm::spawn_actor(|mut mb: Mailbox<u32>| mb.recv().unwrap());
+                if i.is_multiple_of(2) {
+                    a.send(i).unwrap();
+                    assert_eq!(h.join().unwrap(), i);
+                } else {
+                    h.actor_ref().kill();
+                    assert!(h.join().unwrap_err().is_killed());
+                }
+                drop(a);
+            };
+            // Warm-up: the registry's and the stack pool's vectors grow.
+            for i in 0..256 {
+                round(i);
+            }
+            smarm_tests::track_allocs(true);
+            let before = smarm_tests::live_bytes();
+            const ROUNDS: u32 = 2000;
+            for i in 0..ROUNDS {
+                round(i);
+            }
+            let grew = smarm_tests::live_bytes() - before;
+            smarm_tests::track_allocs(false);
+            // A control block is a few hundred bytes: one kept per round
+            // would be hundreds of KiB.
+            assert!(
+                grew < 16 * 1024,
+                "{grew} B still allocated after {ROUNDS} rounds ({} B a round)",
+                grew / i64::from(ROUNDS)
+            );
+        });
+    });
+}

@@ -859,3 +859,35 @@ fn unbounded_and_channel_make_the_same_unbounded_channel() {
         assert_eq!(rx.recv(), Err(RecvError));
     });
 }
+
+/// A channel's receives register without a reference only for the first
+/// actor that waits on it (the channel pins that actor until its own
+/// drop). Its receiver moved to a second actor registers counted there,
+/// and every send still wakes whoever waits, after the first actor ended.
+#[test]
+fn a_receiver_moved_to_another_actor_wakes_it() {
+    with_timeout(30, || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let got = rt.block_on(|| {
+            let (tx, mut rx) = channel::<u32>();
+            // Work-first: each child runs up to its park in `recv` first.
+            next_spawn_work_first();
+            let first = smarm::spawn(move || {
+                let v = rx.recv().unwrap();
+                (v, rx)
+            });
+            tx.send(1).unwrap();
+            let (v, mut rx) = first.join().unwrap();
+            next_spawn_work_first();
+            let second = smarm::spawn(move || (0..3).map(|_| rx.recv().unwrap()).collect::<Vec<_>>());
+            for i in 2..5 {
+                tx.send(i).unwrap();
+                smarm::yield_now();
+            }
+            let mut all = vec![v];
+            all.extend(second.join().unwrap());
+            all
+        });
+        assert_eq!(got, [1, 2, 3, 4]);
+    });
+}

@@ -80,12 +80,13 @@ pub use spawn::slot::loom_join;
 pub use supervise::link::loom_monitor;
 /// Loom models only: the actor state word's park, wake and in-place wait,
 /// the real functions the runtime calls (`core/tests/loom_held.rs`,
-/// `core/tests/loom_handoff.rs`).
+/// `core/tests/loom_handoff.rs`, `core/tests/loom_lent.rs`).
 #[cfg(smarm_loom)]
 #[doc(hidden)]
 pub mod state_word {
+    pub use crate::actor::lent::wake_word_lent;
     pub use crate::actor::{
-        hold_wait, park_word, wake_word, Woken, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING,
+        hold_wait, park_word, wake_word, Woken, HELD, NOTIFIED, PARKED, PARKED_LENT, RUNNABLE, RUNNING,
     };
 }
 pub use actor::exit::{CaughtPanic, Down, ExitReason, JoinError, Killed};

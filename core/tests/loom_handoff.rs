@@ -68,7 +68,7 @@ impl A {
 fn handoff_park(a: &A) {
     // SAFETY: A's sp is this thread's until the park publishes it.
     a.sp.with_mut(|p| unsafe { *p = 0x5a });
-    if !park_word(&a.state) {
+    if !park_word(&a.state, false) {
         assert_eq!(a.state.load(Ordering::SeqCst), NOTIFIED);
         // `complete_handoff`: runnable at once, into the run-next slot.
         a.state.store(RUNNABLE, Ordering::Relaxed);

@@ -217,8 +217,10 @@ impl<Q: Queue> Rt<Q> {
     }
 
     /// `Actor::wake`: PARKED → RUNNABLE (the caller schedules it), RUNNING
-    /// → NOTIFIED (it runs again when it parks).
-    // mirror: core/src/actor/mod.rs wake ffe860f25212
+    /// → NOTIFIED (it runs again when it parks). The model's actors park
+    /// counted only (`PARKED_LENT`, a lent receive's park, is not in it:
+    /// its transition is `loom_lent.rs`'s).
+    // mirror: core/src/actor/mod.rs wake 3db770c18715
     fn wake(&self, a: usize) -> bool {
         // Acquire / AcqRel: as `Actor::wake` (pairs with the state stores in
         // `run`).
@@ -309,7 +311,7 @@ impl<Q: Queue> Rt<Q> {
 
     /// `Shared::run` then `Shared::retire`: the actor runs (cancelled or
     /// not, it exits) and retires.
-    // mirror: core/src/sched/run.rs run d6cc51879c34
+    // mirror: core/src/sched/run.rs run 002884796b4a
     // mirror: core/src/sched/worker.rs retire 7063f4c9a3dd
     // mirror: core/src/sched/worker.rs end_actor 17febc241b3d
     fn run(&self, i: usize, a: usize) {

@@ -8,10 +8,11 @@ use crate::actor::cell::LifeRef;
 use crate::actor::life::Hook;
 use crate::seam::platform::Platform;
 
-/// A reference to an actor that does not keep it alive (its stack and
-/// control block go when it ends; the reference keeps only its id, name
-/// and exit reason): kill it, monitor it, link to it. Get one from a
-/// `JoinHandle`, an `Addr` or [`current`](crate::current).
+/// A reference to an actor that does not keep it alive (its stack goes
+/// when it ends, and its control block too, or, once it has waited on its
+/// mailbox, when the last address of that goes; the reference keeps only
+/// its id, name and exit reason): kill it, monitor it, link to it. Get
+/// one from a `JoinHandle`, an `Addr` or [`current`](crate::current).
 pub struct ActorRef<P: Platform> {
     pub(crate) life: LifeRef,
     pub(crate) _p: PhantomData<fn() -> P>,

@@ -10,6 +10,7 @@
 //! | 3     | `NOTIFIED` | `RUNNING`, and a wake arrived before its park completed   |
 //! | 4     | `DONE`     | exited; never runs again                                  |
 //! | 5     | `HELD`     | unwinding, waiting in place on its own OS thread (no switch while unwinding); a wake stores `RUNNING` and wakes that thread |
+//! | 6     | `PARKED_LENT` | `PARKED` in a receive whose registration is lent (holds no reference; [`lent`]): the actor keeps its worker's reference, which the waker that moves it out takes |
 //!
 //! # Lifecycle
 //!
@@ -29,11 +30,17 @@
 //! 3. `yield_now` → after switching off the actor, the worker stores
 //!    `RUNNABLE` and queues it.
 //! 4. `park` → after switching off the actor, the worker CASes
-//!    `RUNNING → PARKED` (4a). If the CAS finds `NOTIFIED` (4b), a wake came
-//!    in between: the worker stores `RUNNING` and resumes the actor at once.
+//!    `RUNNING → PARKED` (4a) and drops its reference (the registration
+//!    holds one). If the CAS finds `NOTIFIED` (4b), a wake came in between:
+//!    the worker stores `RUNNING` and resumes the actor at once. A *lent*
+//!    park (a receive whose registration holds no reference: "Lent
+//!    registrations", [`lent`]) CASes `RUNNING → PARKED_LENT` instead and
+//!    keeps the worker's reference in the parked actor.
 //! 5. `wake` (any thread): CAS `PARKED → RUNNABLE` and schedule it (5a), or
 //!    CAS `RUNNING → NOTIFIED` (5b); from any other state a wake does nothing
-//!    (it will run anyway, or never again).
+//!    (it will run anyway, or never again). `PARKED_LENT → RUNNABLE` is 5a
+//!    too, but what the waker schedules is the reference the parked actor
+//!    kept (a waker holding a reference of its own drops that one).
 //! 6. the actor's closure returns (or unwinds): the worker stores `DONE`.
 //! 7. an actor that waits while it unwinds (a destructor during a panic,
 //!    a kill or a cancellation) never switches (see `sched`'s "Unwinding"):
@@ -62,6 +69,7 @@
 pub mod actor_ref;
 pub mod cell;
 pub mod exit;
+pub mod lent;
 pub mod life;
 pub(crate) mod sanitizer;
 
@@ -74,6 +82,7 @@ use core::ptr::{self, NonNull};
 pub use crate::actor::cell::ActorArc;
 pub(crate) use crate::actor::cell::LifeRef;
 use crate::actor::exit::JoinError;
+pub(crate) use crate::actor::lent::wake_lent;
 use crate::seam::platform::RawStack;
 use crate::sync::{AtomicU32, AtomicU8, Ordering, RawCell};
 
@@ -89,12 +98,18 @@ pub const NOTIFIED: u32 = 3;
 pub const DONE: u32 = 4;
 /// Unwinding, waiting in place on its own thread.
 pub const HELD: u32 = 5;
+/// Parked with a lent registration: the actor holds its own reference
+/// ([`lent`]).
+pub const PARKED_LENT: u32 = 6;
 
 /// What a wake did to a state word (the lifecycle's steps 5 and 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Woken {
     /// `PARKED → RUNNABLE`: the waker must schedule the actor.
     Schedule,
+    /// `PARKED_LENT → RUNNABLE`: the waker must schedule the actor with the
+    /// reference the parked actor kept.
+    ScheduleOwn,
     /// `HELD → RUNNING`: the waker must wake the word (the actor sleeps on
     /// it in [`hold_wait`]).
     Unpark,
@@ -112,6 +127,7 @@ pub fn wake_word(state: &AtomicU32) -> Woken {
     loop {
         let (to, woken) = match s {
             PARKED => (RUNNABLE, Woken::Schedule),
+            PARKED_LENT => (RUNNABLE, Woken::ScheduleOwn),
             RUNNING => (NOTIFIED, Woken::Nothing),
             HELD => (RUNNING, Woken::Unpark),
             _ => return Woken::Nothing,
@@ -130,11 +146,14 @@ pub fn wake_word(state: &AtomicU32) -> Woken {
 /// `RUNNING → PARKED` (`true`: the waker's registration holds it now), or
 /// `false` if a wake came first (`NOTIFIED`: it must run again; the word
 /// is left `NOTIFIED` for the caller to overwrite).
-pub fn park_word(state: &AtomicU32) -> bool {
+/// `lent`: the registration is lent, and the parked state `PARKED_LENT`
+/// (the caller then keeps its reference in the parked actor).
+pub fn park_word(state: &AtomicU32, lent: bool) -> bool {
+    let to = if lent { PARKED_LENT } else { PARKED };
     // AcqRel: Release publishes the saved sp (written before this) to the
     // waker's Acquire in `wake_word`; Acquire sees a NOTIFIED waker's
     // writes (the condition the actor re-checks when it runs again).
-    match state.compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire) {
+    match state.compare_exchange(RUNNING, to, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => true,
         Err(s) => {
             debug_assert_eq!(s, NOTIFIED);
@@ -286,6 +305,9 @@ pub(crate) enum Request {
     YieldBehind,
     /// Park (see the state diagram, step 4).
     Park,
+    /// Park with a lent registration (`PARKED_LENT`: the worker keeps its
+    /// reference in the parked actor; [`lent`]).
+    ParkLent,
     /// Run `child` at once; the parent waits in the run-next slot.
     Spawn(ActorArc),
     /// A `Spawn` that a direct handoff carried out (it switched straight to
@@ -505,6 +527,14 @@ impl ActorArc {
     pub(crate) fn wake(self) -> Option<ActorArc> {
         match wake_word(&self.state) {
             Woken::Schedule => Some(self),
+            Woken::ScheduleOwn => {
+                // SAFETY: the parked actor's own reference (its worker's,
+                // kept at a lent park), which the winning CAS gave us; ours
+                // is one more, so the drop below frees nothing.
+                let own = unsafe { ActorArc::from_raw(ActorArc::as_ptr(&self)) };
+                drop(self);
+                Some(own)
+            }
             Woken::Unpark => {
                 // Step 7: the actor sleeps on its state word on its own
                 // thread. Our reference keeps the word alive for the wake.

@@ -40,34 +40,16 @@ impl Waiter {
             // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
             // we take one more reference for the registration.
             Some(a) => Waiter::Actor(unsafe { ActorArc::clone_from_ptr(a) }),
-            None => Waiter::Thread(Arc::new(ThreadWaiter {
-                word: AtomicU32::new(0),
-                wake: P::wake_one,
-            })),
+            None => Waiter::thread::<P>(),
         }
     }
 
-    /// A waiter for the caller, unless it is an actor whose wait must give
-    /// up at once (`sched::unwinding`): both from `c`, the current-worker
-    /// slot as the caller read it.
-    ///
-    /// # Safety
-    ///
-    /// `c` is what `sched::ctx::<P>()` returned on this thread, with no
-    /// switch since.
-    #[inline]
-    pub(crate) unsafe fn for_wait_in<P: Platform>(c: *mut sched::WorkerCtx<P>) -> Option<Waiter> {
-        // SAFETY: forwarded contract.
-        match unsafe { sched::current_for_wait_in::<P>(c) } {
-            (_, true) => None,
-            // SAFETY: the running actor is alive (its worker holds an `ActorArc`);
-            // we take one more reference for the registration.
-            (Some(a), false) => Some(Waiter::Actor(unsafe { ActorArc::clone_from_ptr(a) })),
-            (None, false) => Some(Waiter::Thread(Arc::new(ThreadWaiter {
-                word: AtomicU32::new(0),
-                wake: P::wake_one,
-            }))),
-        }
+    /// A waiter for the calling OS thread (not an actor).
+    pub(crate) fn thread<P: Platform>() -> Waiter {
+        Waiter::Thread(Arc::new(ThreadWaiter {
+            word: AtomicU32::new(0),
+            wake: P::wake_one,
+        }))
     }
 
     /// Blocks the caller (which must be the waiter) until woken; may return

@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::actor::{
-    Actor, DONE, HELD, NOTIFIED, PARKED, RUNNABLE, RUNNING, WAIT_BLOCKING, WAIT_CHANNEL, WAIT_IO_READ,
-    WAIT_IO_WRITE, WAIT_JOIN, WAIT_LOCK, WAIT_MAILBOX, WAIT_TIMER,
+    Actor, DONE, HELD, NOTIFIED, PARKED, PARKED_LENT, RUNNABLE, RUNNING, WAIT_BLOCKING, WAIT_CHANNEL,
+    WAIT_IO_READ, WAIT_IO_WRITE, WAIT_JOIN, WAIT_LOCK, WAIT_MAILBOX, WAIT_TIMER,
 };
 use crate::sched::counters::CounterSnapshot;
 use crate::sched::registry::Shard;
@@ -105,7 +105,7 @@ impl ActorInfo {
             RUNNING | NOTIFIED if wait == WAIT_BLOCKING => ActorState::Blocking,
             RUNNING | NOTIFIED => ActorState::Running,
             RUNNABLE => ActorState::Runnable,
-            PARKED | HELD => match wait {
+            PARKED | PARKED_LENT | HELD => match wait {
                 WAIT_MAILBOX => ActorState::WaitingMailbox,
                 WAIT_CHANNEL => ActorState::WaitingChannel,
                 WAIT_JOIN => ActorState::WaitingJoin,

@@ -78,17 +78,25 @@
 #[allow(unused_imports)]
 use super::*;
 
-/// Whether an actor that switches out is parked now: `RUNNING → PARKED`
-/// (the waker's registration holds it from here), or `false` if a wake came
-/// first (`NOTIFIED`: it must run again). Called after its stack was left
-/// (by its worker, or by the actor a direct handoff switched to).
-pub(crate) fn park_switched(a: &Actor) -> bool {
+/// Parks an actor that switched out, taking the caller's reference `a`:
+/// `RUNNING → PARKED` drops it (the waker's registration holds one from
+/// here), `RUNNING → PARKED_LENT` (`lent`: a lent registration) leaves it
+/// with the parked actor for the waker to take (`crate::actor`, "Lent
+/// registrations"). Gives `a` back if a wake came first (`NOTIFIED`: it
+/// must run again). Called after its stack was left (by its worker, or by
+/// the actor a direct handoff switched to).
+pub(crate) fn park_switched(a: ActorArc, lent: bool) -> Option<ActorArc> {
     crate::seam::failpoint::hit(crate::seam::failpoint::Site::BeforeParkCas);
-    let parked = crate::actor::park_word(&a.state);
-    if parked {
-        crate::seam::failpoint::hit(crate::seam::failpoint::Site::AfterParkCas);
+    if !crate::actor::park_word(&a.state, lent) {
+        return Some(a);
     }
-    parked
+    crate::seam::failpoint::hit(crate::seam::failpoint::Site::AfterParkCas);
+    if lent {
+        // The parked actor's own reference now: its waker's CAS hands it
+        // on. `a` may already run elsewhere; nothing here touches it.
+        mem::forget(a);
+    }
+    None
 }
 
 impl<P: Platform> RtCore<P> {
@@ -332,8 +340,8 @@ unsafe fn complete_handoff<P: Platform>(me: *const Actor, back: *mut u8) {
         crate::actor::sanitizer::handed_over(&a, &*me);
         *a.sp.get() = back;
         match mem::replace(&mut *a.request.get(), Request::None) {
-            Request::Park => {
-                if !park_switched(&a) {
+            r @ (Request::Park | Request::ParkLent) => {
+                if let Some(a) = park_switched(a, matches!(r, Request::ParkLent)) {
                     // Woken before its park: runnable at once, next here
                     // (the slot is empty: only this thread fills it, and
                     // H2 emptied it; were it not, its actor would go to

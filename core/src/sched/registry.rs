@@ -15,7 +15,7 @@
 
 use alloc::vec::Vec;
 
-use crate::actor::{Actor, ActorArc, HELD, PARKED, UNREGISTERED};
+use crate::actor::{Actor, ActorArc, HELD, PARKED, PARKED_LENT, UNREGISTERED};
 use crate::seam::lock::Mutex;
 use crate::seam::platform::RawLock;
 use crate::sync::Ordering;
@@ -97,7 +97,7 @@ impl<L: RawLock> Shard<L> {
             // Relaxed: a candidate; the wake's CAS decides. A `HELD` actor
             // (unwinding, waiting in place) is woken to re-check too: at
             // shutdown its waits give up (`sched::unwinding`).
-            if matches!(a.state.load(Ordering::Relaxed), PARKED | HELD) {
+            if matches!(a.state.load(Ordering::Relaxed), PARKED | PARKED_LENT | HELD) {
                 out.push(a);
             }
         }

@@ -56,13 +56,15 @@ impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
                         }
                     }
                 }
-                Request::Park => {
-                    if park_switched(&a) {
-                        // The waker's registration holds it now.
-                        Next::Find
-                    } else {
-                        a.state.store(RUNNING, Ordering::Relaxed);
-                        Next::Run(a)
+                r @ (Request::Park | Request::ParkLent) => {
+                    match park_switched(a, matches!(r, Request::ParkLent)) {
+                        // The waker's registration holds it now (or, lent, the
+                        // parked actor its own reference).
+                        None => Next::Find,
+                        Some(a) => {
+                            a.state.store(RUNNING, Ordering::Relaxed);
+                            Next::Run(a)
+                        }
                     }
                 }
                 Request::Spawn(child) => {

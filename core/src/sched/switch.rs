@@ -18,7 +18,7 @@ pub(crate) unsafe fn switch_out<P: Platform>(c: *mut WorkerCtx<P>, me: *const Ac
         crate::sched::local::check_switch(me);
         let may_hand = matches!(
             req,
-            Request::Yield | Request::YieldBehind | Request::Park | Request::Spawn(_)
+            Request::Yield | Request::YieldBehind | Request::Park | Request::ParkLent | Request::Spawn(_)
         );
         *(*me).request.get() = req;
         if may_hand {
@@ -173,7 +173,10 @@ pub(crate) unsafe fn suspend_no_resume_point<P: Platform>(
             // The unwind was caught inside the actor (its own
             // `catch_unwind`): back to the scheduler first.
             rejoin::<P>(me);
-            if matches!(req, Request::Park | Request::Yield | Request::YieldBehind) {
+            if matches!(
+                req,
+                Request::Park | Request::ParkLent | Request::Yield | Request::YieldBehind
+            ) {
                 // The rejoin queued us (a yield); a park re-checks.
                 return true;
             }
@@ -198,7 +201,7 @@ pub(crate) unsafe fn suspend_unwinding<P: Platform>(me: *const Actor, req: Reque
         match req {
             Request::Yield | Request::YieldBehind => {}
             Request::Spawn(child) => schedule(child),
-            Request::Park => {
+            Request::Park | Request::ParkLent => {
                 detach::<P>(me);
                 park_in_place::<P>(me);
             }
@@ -275,6 +278,20 @@ pub(crate) unsafe fn park_actor<P: Platform>(c: *mut WorkerCtx<P>, a: *const Act
     crate::actor::waiting_on(a, what);
     // SAFETY: contract.
     unsafe { suspend::<P>(c, a, Request::Park) }
+}
+
+/// [`park_actor`] for a wait whose registration is lent (`crate::actor`,
+/// "Lent registrations"): the worker keeps its reference in the parked
+/// actor (`PARKED_LENT`).
+///
+/// # Safety
+///
+/// As for [`park_actor`]; the caller's registration is a lent one of `a`.
+#[inline]
+pub(crate) unsafe fn park_actor_lent<P: Platform>(c: *mut WorkerCtx<P>, a: *const Actor, what: u8) {
+    crate::actor::waiting_on(a, what);
+    // SAFETY: contract.
+    unsafe { suspend::<P>(c, a, Request::ParkLent) }
 }
 
 /// Lets other actors run: the caller goes to the back of the run queue.

@@ -8,6 +8,7 @@
 //! |-----------|----------------------|------------------------------------------------------|
 //! | `rx`      | null                 | the receiver is not waiting (or is withdrawing)      |
 //! | `rx`      | a tagged [`Waiter`]  | the receiver's registration; whoever swaps it out owns it and wakes it |
+//! | `rx`      | a lent actor         | the pinned actor's registration, holding no reference (`crate::actor`, "Lent registrations") |
 //! | `state`   | bit `RX_GONE` (2)    | the receiver was dropped (set once)                  |
 //! | `state`   | bit `COUNTED` (4)    | a mailbox whose sends are counted for dumps (set before it is shared) |
 //! | `senders` | n                    | live sender handles; 0: disconnected (a mailbox's receiver may make a new address and reconnect it) |
@@ -81,7 +82,7 @@ use core::marker::PhantomData;
 use core::ops::Deref;
 
 pub(crate) use super::popped::Popped;
-use super::waiter_slot::WaiterSlot;
+use super::waiter_slot::{Registration, WaiterSlot};
 use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::sched::timer::Poke;
 
@@ -223,7 +224,8 @@ impl<T> Chan<T> {
     #[cold]
     pub(crate) fn wake_receiver(&self) {
         if let Some(w) = self.rx.take() {
-            w.wake();
+            // SAFETY: reached through this channel, which holds the pin.
+            unsafe { w.wake() };
         }
     }
 
@@ -379,9 +381,19 @@ impl<T> Chan<T> {
                 Ok(v) => return Ok((v, c)),
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {
+                    let park = |a, lent| {
+                        if lent {
+                            // SAFETY: `a` is the running actor (`wait`'s
+                            // contract), its registration a lent one.
+                            unsafe { sched::park_actor_lent::<P>(c, a, what) }
+                        } else {
+                            // SAFETY: as above.
+                            unsafe { sched::park_actor::<P>(c, a, what) }
+                        }
+                    };
                     // SAFETY: forwarded contract; `park` gets the calling
                     // actor (`wait`'s contract).
-                    if !unsafe { self.wait::<P>(c, None, |a| sched::park_actor::<P>(c, a, what)) } {
+                    if !unsafe { self.wait::<P>(c, None, true, park) } {
                         return Err(RecvError);
                     }
                     c = sched::ctx::<P>();
@@ -425,7 +437,7 @@ impl<T> Chan<T> {
             }
             // SAFETY: forwarded contract; the slot read just now.
             unsafe {
-                self.wait::<P>(sched::ctx::<P>(), Some(deadline), |_| {
+                self.wait::<P>(sched::ctx::<P>(), Some(deadline), false, |_, _| {
                     sched::park_until::<P>(what, deadline, poke())
                 })
             };
@@ -442,7 +454,7 @@ impl<T> Chan<T> {
     /// Receiver only, as for [`pop_in_place`](Self::pop_in_place).
     pub(crate) unsafe fn register(&self, w: Waiter) -> bool {
         // R1.
-        self.rx.put(w);
+        self.rx.put(Registration::Counted(w));
         crate::seam::failpoint::hit(crate::seam::failpoint::Site::RecvRegistered);
         // R2, as in `wait`.
         // SAFETY: single consumer (contract).
@@ -460,8 +472,10 @@ impl<T> Chan<T> {
     }
 
     /// `R1`–`R3`; an actor waits by calling `park` with itself (the
-    /// running actor), a thread until `deadline` at most. Returns `false`
-    /// instead of waiting when the caller is an actor being cancelled.
+    /// running actor) and whether its registration is lent (only with
+    /// `lend`, for the pinned actor: module doc), a thread until `deadline`
+    /// at most. Returns `false` instead of waiting when the caller is an
+    /// actor being cancelled.
     ///
     /// # Safety
     ///
@@ -473,15 +487,23 @@ impl<T> Chan<T> {
         &self,
         c: *mut WorkerCtx<P>,
         deadline: Option<u64>,
-        park: impl FnOnce(*const Actor),
+        lend: bool,
+        park: impl FnOnce(*const Actor, bool),
     ) -> bool {
         // SAFETY: forwarded contract.
-        let Some(w) = (unsafe { Waiter::for_wait_in::<P>(c) }) else {
-            return false;
+        let w = match unsafe { sched::current_for_wait_in::<P>(c) } {
+            (_, true) => return false,
+            // SAFETY: the receiver (contract).
+            (Some(a), false) if lend && unsafe { self.rx.pinned(a) } => Registration::Lent(a),
+            // SAFETY: the running actor is alive (its worker holds an
+            // `ActorArc`); the registration takes one more reference.
+            (Some(a), false) => Registration::Counted(Waiter::Actor(unsafe { ActorArc::clone_from_ptr(a) })),
+            (None, false) => Registration::Counted(Waiter::thread::<P>()),
         };
         let thread = match &w {
-            Waiter::Thread(t) => Ok(t.clone()),
-            Waiter::Actor(a) => Err(ActorArc::as_ptr(a)),
+            Registration::Counted(Waiter::Thread(t)) => Ok(t.clone()),
+            Registration::Counted(Waiter::Actor(a)) => Err((ActorArc::as_ptr(a), false)),
+            Registration::Lent(a) => Err((*a, true)),
         };
         // R1.
         self.rx.put(w);
@@ -495,7 +517,7 @@ impl<T> Chan<T> {
         // R3.
         match thread {
             Ok(t) => Waiter::Thread(t).wait::<P>(deadline),
-            Err(me) => park(me),
+            Err((me, lent)) => park(me, lent),
         }
         true
     }
