@@ -33,9 +33,9 @@
 //!    `RUNNING → PARKED` (4a) and drops its reference (the registration
 //!    holds one). If the CAS finds `NOTIFIED` (4b), a wake came in between:
 //!    the worker stores `RUNNING` and resumes the actor at once. A *lent*
-//!    park (a receive whose registration holds no reference: "Lent
-//!    registrations", [`lent`]) CASes `RUNNING → PARKED_LENT` instead and
-//!    keeps the worker's reference in the parked actor.
+//!    park (a receive whose registration holds no reference: [`lent`])
+//!    CASes `RUNNING → PARKED_LENT` instead and keeps the worker's
+//!    reference in the parked actor.
 //! 5. `wake` (any thread): CAS `PARKED → RUNNABLE` and schedule it (5a), or
 //!    CAS `RUNNING → NOTIFIED` (5b); from any other state a wake does nothing
 //!    (it will run anyway, or never again). `PARKED_LENT → RUNNABLE` is 5a

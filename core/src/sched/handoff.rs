@@ -81,8 +81,8 @@ use super::*;
 /// Parks an actor that switched out, taking the caller's reference `a`:
 /// `RUNNING → PARKED` drops it (the waker's registration holds one from
 /// here), `RUNNING → PARKED_LENT` (`lent`: a lent registration) leaves it
-/// with the parked actor for the waker to take (`crate::actor`, "Lent
-/// registrations"). Gives `a` back if a wake came first (`NOTIFIED`: it
+/// with the parked actor for the waker to take (`crate::actor::lent`).
+/// Gives `a` back if a wake came first (`NOTIFIED`: it
 /// must run again). Called after its stack was left (by its worker, or by
 /// the actor a direct handoff switched to).
 pub(crate) fn park_switched(a: ActorArc, lent: bool) -> Option<ActorArc> {

@@ -280,8 +280,8 @@ pub(crate) unsafe fn park_actor<P: Platform>(c: *mut WorkerCtx<P>, a: *const Act
     unsafe { suspend::<P>(c, a, Request::Park) }
 }
 
-/// [`park_actor`] for a wait whose registration is lent (`crate::actor`,
-/// "Lent registrations"): the worker keeps its reference in the parked
+/// [`park_actor`] for a wait whose registration is lent
+/// (`crate::actor::lent`): the worker keeps its reference in the parked
 /// actor (`PARKED_LENT`).
 ///
 /// # Safety

@@ -8,7 +8,7 @@
 //! |-----------|----------------------|------------------------------------------------------|
 //! | `rx`      | null                 | the receiver is not waiting (or is withdrawing)      |
 //! | `rx`      | a tagged [`Waiter`]  | the receiver's registration; whoever swaps it out owns it and wakes it |
-//! | `rx`      | a lent actor         | the pinned actor's registration, holding no reference (`crate::actor`, "Lent registrations") |
+//! | `rx`      | a lent actor         | the pinned actor's registration, holding no reference (`crate::actor::lent`) |
 //! | `state`   | bit `RX_GONE` (2)    | the receiver was dropped (set once)                  |
 //! | `state`   | bit `COUNTED` (4)    | a mailbox whose sends are counted for dumps (set before it is shared) |
 //! | `senders` | n                    | live sender handles; 0: disconnected (a mailbox's receiver may make a new address and reconnect it) |

@@ -2,8 +2,8 @@
 //! to the waiting actor or thread, put by the receiver and taken by
 //! exactly one waker (`chan`'s `R1`, `S3`, `D2`). A registration is a
 //! counted [`Waiter`] (the slot owns its reference) or a lent actor (no
-//! reference: the channel's pin keeps the actor alive; `crate::actor`,
-//! "Lent registrations").
+//! reference: the channel's pin keeps the actor alive;
+//! `crate::actor::lent`).
 
 use core::ptr;
 
@@ -45,8 +45,8 @@ pub(super) enum Registration {
 }
 
 impl Registration {
-    /// Wakes the registered waiter (the lent one as `crate::actor`'s "Lent
-    /// registrations" says).
+    /// Wakes the registered waiter (the lent one as `crate::actor::lent`
+    /// says).
     ///
     /// # Safety
     ///
