@@ -48,7 +48,7 @@ MUTANTS=(
 'striped-plain-push-on-stripe#core/src/sched/queue/striped.rs#        if self\.single \{\n            self\.overflow\.push\(v\);#        if self.single {\n            let _ = unsafe { self.push_stripe(hint, v, relax) };#loom_striped#single_producer_stripes_owner_thief_and_plain_thread#Causality violation'
 'poll-lock-unlock-relaxed#core/src/seam/lock.rs#self\.held\.store\(false, Ordering::Release\);#self.held.store(false, Ordering::Relaxed);#loom_locks#poll_lock_sections_are_ordered#Causality violation'
 'park-word-relaxed#core/src/actor/mod.rs#state\.compare_exchange\(RUNNING, to, Ordering::AcqRel, Ordering::Acquire\)#state.compare_exchange(RUNNING, to, Ordering::Relaxed, Ordering::Relaxed)#loom_handoff#a_wake_racing_the_handoff_park_makes_the_actor_runnable_once#Causality violation'
-'lent-wake-takes-counted-park#core/src/actor/lent.rs#            PARKED_LENT => \(RUNNABLE, Woken::ScheduleOwn\),#            PARKED_LENT | super::PARKED => (RUNNABLE, Woken::ScheduleOwn),#loom_lent#a_stale_lent_registration_leaves_a_counted_park_alone#assertion'
+'lent-wake-takes-counted-park#core/src/actor/mod.rs#            PARKED if counted => \(RUNNABLE, Woken::Schedule\),#            PARKED => (RUNNABLE, Woken::Schedule),#loom_lent#a_stale_lent_registration_leaves_a_counted_park_alone#returned Schedule'
 )
 # One real-code mutation (it rebuilds core for loom, ~2 min) and the two
 # replica mutations (each rebuilds only its test binary, ~15 s).

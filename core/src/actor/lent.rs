@@ -20,27 +20,14 @@
 //! The pin keeps an ended actor's control block (not its stack, which
 //! goes back at its exit) until its mailbox's last address is dropped.
 
-use super::{Actor, ActorArc, Woken, HELD, NOTIFIED, PARKED_LENT, RUNNABLE, RUNNING};
-use crate::sync::{AtomicU32, Ordering};
+use super::{Actor, ActorArc, Woken};
+use crate::sync::AtomicU32;
 
 /// The transition of a lent registration's waker (module doc): as
-/// [`wake_word`](super::wake_word), but a counted `PARKED` is left as it is (`Nothing`: this
-/// waker has no reference to schedule it with).
+/// [`wake_word`](super::wake_word), but a counted `PARKED` is left as it
+/// is (`Nothing`: this waker has no reference to schedule it with).
 pub fn wake_word_lent(state: &AtomicU32) -> Woken {
-    // Acquire / AcqRel: as in `wake_word`.
-    let mut s = state.load(Ordering::Acquire);
-    loop {
-        let (to, woken) = match s {
-            PARKED_LENT => (RUNNABLE, Woken::ScheduleOwn),
-            RUNNING => (NOTIFIED, Woken::Nothing),
-            HELD => (RUNNING, Woken::Unpark),
-            _ => return Woken::Nothing,
-        };
-        match state.compare_exchange(s, to, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return woken,
-            Err(now) => s = now,
-        }
-    }
+    super::wake_from(state, false)
 }
 
 /// Wakes the actor of a lent registration (module doc), as

@@ -120,13 +120,21 @@ pub enum Woken {
 
 /// The wake's transition on `state` (steps 5a, 5b and 7).
 pub fn wake_word(state: &AtomicU32) -> Woken {
+    wake_from(state, true)
+}
+
+/// The transitions of [`wake_word`] and, with `counted` false (a waker
+/// holding no reference of its own), of [`lent::wake_word_lent`], which
+/// leaves a counted `PARKED` alone.
+#[inline(always)]
+fn wake_from(state: &AtomicU32, counted: bool) -> Woken {
     // Acquire: pairs with the worker's AcqRel CAS into PARKED (step 4a), so
     // the actor's saved sp is visible before we schedule it, and with the
     // actor's AcqRel CAS into HELD.
     let mut s = state.load(Ordering::Acquire);
     loop {
         let (to, woken) = match s {
-            PARKED => (RUNNABLE, Woken::Schedule),
+            PARKED if counted => (RUNNABLE, Woken::Schedule),
             PARKED_LENT => (RUNNABLE, Woken::ScheduleOwn),
             RUNNING => (NOTIFIED, Woken::Nothing),
             HELD => (RUNNING, Woken::Unpark),

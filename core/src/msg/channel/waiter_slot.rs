@@ -81,15 +81,9 @@ impl WaiterSlot {
 
     fn encode(w: Registration) -> *mut u8 {
         match w {
-            Registration::Counted(w) => Self::encode_counted(w),
             Registration::Lent(a) => a.cast_mut().cast::<u8>().map_addr(|p| p | LENT_TAG),
-        }
-    }
-
-    fn encode_counted(w: Waiter) -> *mut u8 {
-        match w {
-            Waiter::Actor(a) => ActorArc::into_raw(a).cast_mut().cast(),
-            Waiter::Thread(t) => Arc::into_raw(t)
+            Registration::Counted(Waiter::Actor(a)) => ActorArc::into_raw(a).cast_mut().cast(),
+            Registration::Counted(Waiter::Thread(t)) => Arc::into_raw(t)
                 .cast_mut()
                 .cast::<u8>()
                 .map_addr(|a| a | THREAD_TAG),
