@@ -513,6 +513,55 @@ fn a_spawn_with_work_waiting_switches_straight_into_the_child() {
     });
 }
 
+/// A chain (each actor spawns the next and ends) started while other work
+/// waits on the worker runs its spawns work-first only a bounded run at a
+/// time: without the bound every spawner waits in the run-next slot while
+/// its child runs, the next spawn displaces it to the queue, and the
+/// displaced spawners keep the queue non-empty, so the whole chain (here
+/// 300 links) is alive at once, a stack each.
+#[cfg(not(feature = "sim"))]
+#[test]
+fn a_chain_of_spawns_on_a_busy_worker_keeps_few_spawners_waiting() {
+    const LINKS: usize = 300;
+    static ALIVE: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+    fn link(n: usize, done: smarm::UnboundedSender<()>) {
+        let alive = ALIVE.fetch_add(1, Ordering::SeqCst) + 1;
+        PEAK.fetch_max(alive, Ordering::SeqCst);
+        if n == 0 {
+            done.send(()).unwrap();
+        } else {
+            drop(smarm::spawn(move || link(n - 1, done)));
+        }
+        ALIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+    with_timeout(60, || {
+        // Slices off: an expiry would empty the slot and queue on its own.
+        let rt = Runtime::builder().workers(1).timeslice(None).build().unwrap();
+        let before = rt.counters().total();
+        rt.block_on(|| {
+            // A no-op actor in the slot: the first link's spawn finds work
+            // waiting (work-first), and the no-op actor goes to the queue.
+            smarm_tests::next_spawn_work_first();
+            let (tx, mut rx) = smarm::channel();
+            drop(smarm::spawn(move || link(LINKS, tx)));
+            rx.recv().unwrap();
+        });
+        let c = rt.counters().total();
+        let queued = c.enqueued - before.enqueued;
+        let peak = PEAK.load(Ordering::SeqCst);
+        // Work-first did start (the policy under test was reached) ...
+        assert!(peak > 2, "no link waited for its child: peak {peak}, {c}");
+        // ... and never held more than a bounded run of spawners.
+        assert!(
+            peak <= 40,
+            "{peak} of {LINKS} links alive at once: the chain held a stack per link ({c})"
+        );
+        assert!(queued > 0, "nothing was queued: {c}");
+        eventually(10, "live actors back to 0", || rt.live_actors() == 0);
+    });
+}
+
 #[test]
 fn ids_are_unique_and_visible_inside() {
     with_timeout(60, || {

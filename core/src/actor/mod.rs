@@ -226,6 +226,11 @@ pub(crate) trait Schedule: Send + Sync {
     /// parker a wake reached first. `a` goes to the run-next slot; an
     /// actor it displaces goes to the queue.
     fn put_run_next_here(&self, a: ActorArc, index: usize);
+    /// A spawn's child `a` (fresh) goes to the back of worker `index`'s
+    /// part of the run queue, an idle worker notified (`Shared::push`):
+    /// the help-first spawn that ends a run of work-first ones
+    /// ([`crate::sched::start_here`]).
+    fn queue_here(&self, a: ActorArc, index: usize);
 }
 
 /// Schedules `a` on its own runtime.

@@ -32,7 +32,11 @@
 //! the parent goes on, so a parent that spawns and ends leaves no stack
 //! behind (a chain of 1,000 spawns otherwise holds 1,000 stacks); a
 //! parent that joins the child next switches into it at the join
-//! ([`start::run_joined_here`]). See [`start_here`].
+//! ([`start::run_joined_here`]). After [`start::WORK_FIRST_RUN`] work-first
+//! spawns in a row with no spawner resumed, the next spawn queues its
+//! child and goes on: a chain started on a busy worker would otherwise
+//! hold all its spawners, each displaced from the slot to the queue by
+//! the next. See [`start_here`].
 //!
 //! # Timers
 //!
@@ -290,16 +294,6 @@ const SAFE_POINT_BUDGET_START: u32 = 4;
 /// default 100 µs slice).
 const CLOCK_READ_SHARE: u32 = 16;
 
-/// How long an idle worker keeps looking for work before it sleeps, in
-/// ns of the platform clock (`Shared::spin_for_work`). A wake from another
-/// thread that lands within it costs no futex wake and no sleeper's wake-up
-/// latency (tens of µs on a VM); an idle period costs at most this much
-/// CPU.
-const IDLE_SPIN_NS: u64 = 10_000;
-
-/// Looks for work between two reads of the clock while spinning.
-const IDLE_SPIN_CHECKS: u32 = 32;
-
 /// Times shutdown wakes the actors left parked before it abandons them.
 const SHUTDOWN_SWEEPS: usize = 4;
 
@@ -475,6 +469,9 @@ pub(crate) struct WorkerCtx<P: Platform> {
     /// dereferenced: a timeslice expiry's test that the slot's actor is
     /// its own partner (`timeslice::expire`).
     pub(crate) woke: *const Actor,
+    /// Work-first spawns on this worker since a spawner last resumed here
+    /// (see [`start::WORK_FIRST_RUN`]).
+    pub(crate) work_first_run: u32,
     id_next: u64,
     id_end: u64,
     /// When the running actor's timeslice ends (cycles; `u64::MAX`: never,

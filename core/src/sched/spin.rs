@@ -6,6 +6,16 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// How long an idle worker keeps looking for work before it sleeps, in
+/// ns of the platform clock (`Shared::spin_for_work`). A wake from another
+/// thread that lands within it costs no futex wake and no sleeper's wake-up
+/// latency (tens of µs on a VM); an idle period costs at most this much
+/// CPU.
+const IDLE_SPIN_NS: u64 = 10_000;
+
+/// Looks for work between two reads of the clock while spinning.
+const IDLE_SPIN_CHECKS: u32 = 32;
+
 impl<P: Platform, Q: RunQueue<P>> Shared<P, Q> {
     /// Work for idle worker `index`: the queue, its own run-next slot (what
     /// its timers or a shutdown sweep woke while it was idle: it must not

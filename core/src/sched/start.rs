@@ -149,6 +149,13 @@ impl<P: Platform> RtCore<P> {
     }
 }
 
+/// Work-first spawns in a row on one worker, none of whose spawners has
+/// resumed there since, after which the next spawn there goes help-first
+/// into the run queue (`start_here`): a chain of spawns on a busy worker
+/// holds at most this many stacks waiting, a spawn tree shallower than
+/// this is not affected.
+pub(crate) const WORK_FIRST_RUN: u32 = 16;
+
 /// Starts `child`, spawned by the running actor `me`:
 ///
 /// - **Help-first when the worker has nothing else to run** (its run-next
@@ -162,6 +169,16 @@ impl<P: Platform> RtCore<P> {
 ///   every spawn under work already waiting starts its child, instead of
 ///   holding every unstarted child's stack at once (help-first
 ///   everywhere made skynet 1M 3.5x slower, docs/benchmarks.md).
+/// - **Help-first into the queue after [`WORK_FIRST_RUN`] work-first
+///   spawns in a row** (no spawner resumed here meanwhile): `child` goes
+///   to the back of the worker's part of the run queue and `me` goes on.
+///   A chain (each actor spawns the next and ends) started on a worker
+///   with other work would otherwise hold a stack per link: each
+///   work-first spawner waits in the slot, the next spawn displaces it to
+///   the queue, and the displaced spawners keep the queue non-empty, so
+///   every later link is work-first too. A tree never reaches the bound
+///   unless it is that deep: a leaf's end resumes its spawner, which
+///   starts the run again.
 ///
 /// No resume point after the switch: the caller gets the child's handle
 /// even if it was killed meanwhile (the kill unwinds it at its next resume
@@ -176,16 +193,34 @@ pub(crate) unsafe fn start_here<P: Platform>(c: *mut WorkerCtx<P>, me: *const Ac
     // worker is served by another thread: work-first then, as before).
     unsafe {
         let rt = (*me).rt.as_ref();
-        if !(*c).detached && (*(*c).worker).run_next.peek().is_null() && rt.nothing_queued_here((*c).index) {
-            // As a wake puts a woken actor (`Shared::schedule`): the slot
-            // is empty, so nothing is displaced and nobody is notified.
-            (*c).woke = ActorArc::as_ptr(&child);
-            rt.put_run_next_here(child, (*c).index);
-            return;
+        if !(*c).detached {
+            let index = (*c).index;
+            if (*(*c).worker).run_next.peek().is_null() && rt.nothing_queued_here(index) {
+                // As a wake puts a woken actor (`Shared::schedule`): the
+                // slot is empty, so nothing is displaced and nobody is
+                // notified.
+                (*c).woke = ActorArc::as_ptr(&child);
+                rt.put_run_next_here(child, index);
+                return;
+            }
+            if (*c).work_first_run >= WORK_FIRST_RUN {
+                (*c).work_first_run = 0;
+                rt.queue_here(child, index);
+                return;
+            }
+            (*c).work_first_run += 1;
         }
     }
     // SAFETY: contract.
     unsafe { suspend_no_resume_point::<P>(c, me, Request::Spawn(child)) };
+    // Back, on this worker or another: a spawner resumed there, so the
+    // run of work-first spawns waiting on it is over.
+    let c = ctx::<P>();
+    if !c.is_null() {
+        // SAFETY: a non-null context is this thread's live worker context
+        // (the counter is the context's own, detached or not).
+        unsafe { (*c).work_first_run = 0 };
+    }
 }
 
 /// A join from the running actor `me` of the actor whose control block is

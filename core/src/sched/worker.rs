@@ -48,6 +48,11 @@ impl<P: Platform, Q: RunQueue<P>> Schedule for Shared<P, Q> {
     fn put_run_next_here(&self, a: ActorArc, index: usize) {
         self.put_run_next(&self.core.workers[index], a);
     }
+
+    #[inline]
+    fn queue_here(&self, a: ActorArc, index: usize) {
+        self.push(a, &self.core.workers[index]);
+    }
 }
 
 /// Takes the actor in a run-next slot, if any (the slot holds
@@ -480,6 +485,7 @@ fn new_ctx<P: Platform, Q: RunQueue<P>>(shared: &Shared<P, Q>, index: usize) -> 
         nodes: NodeCache::new(),
         streak: 0,
         woke: ptr::null(),
+        work_first_run: 0,
         id_next: 0,
         id_end: 0,
         slice_end: if shared.core.slice_cycles != 0 {

@@ -57,6 +57,7 @@ impl Schedule for NoRuntime {
         true
     }
     fn put_run_next_here(&self, _: ActorArc, _: usize) {}
+    fn queue_here(&self, _: ActorArc, _: usize) {}
 }
 
 static NO_RUNTIME: NoRuntime = NoRuntime;
