@@ -7,15 +7,29 @@
 //! Every block, cached or not, is allocated from the global allocator with a
 //! *block layout*: the requested [`Layout`] rounded by [`NodeCache::block_layout`].
 //!
-//! | requested layout               | block layout                                 | cached? |
-//! |--------------------------------|----------------------------------------------|---------|
-//! | `align <= 16`, `size <= 512`   | size rounded up to 16 (at least 16), align 16 | yes, class `size / 16 - 1` |
-//! | anything else                  | size at least 1, padded to `align`           | no (straight to the allocator) |
+//! | requested layout                  | block layout                                  | cached? |
+//! |-----------------------------------|-----------------------------------------------|---------|
+//! | `align <= 16`, `size <= 512`      | size rounded up to 16 (at least 16), align 16 | yes, class `size / 16 - 1` |
+//! | `16 < align <= 64`, `size <= 512` | size rounded up to 64, align 64 (a line)      | yes, class `31 + size / 64` |
+//! | anything else                     | size at least 1, padded to `align`            | no (straight to the allocator) |
 //!
-//! So there are 32 classes (16, 32, ..., 512 bytes), and all blocks of one
-//! class have the same block layout. Rounding is idempotent: the block layout
-//! of a block layout is itself. Hence the invariant that makes blocks
-//! interchangeable between caches and with the global allocator:
+//! So there are 40 classes (16, 32, ..., 512 bytes, then 64, 128, ..., 512
+//! bytes line-aligned), and all blocks of one class have the same block
+//! layout. A type asks for whole cache lines with its alignment
+//! (`#[repr(align(64))]`): two such blocks never share a line. A
+//! mailbox's or channel's shared half does (`sync::block_arc`): it is
+//! written by the workers its sender and receiver run on, and two that
+//! shared a line (neighbours a spawner allocated in a row, their actors
+//! run on two workers) made every message of both pay for the line's
+//! moves (docs/benchmarks.md, "Blocks that share a cache line"). Message
+//! nodes, control blocks and join cells stay in the small classes: a deep
+//! queue holds many nodes, and line-sized ones slowed a one-way flow
+//! (Savina Counting 1.16x); line-aligned control blocks cost a spawn tree
+//! memory (skynet 1M peak RSS 1.11x) and bought nothing measurable.
+//!
+//! Rounding is idempotent: the block layout of a block layout is itself.
+//! Hence the invariant that makes blocks interchangeable between caches
+//! and with the global allocator:
 //!
 //! > A block for layout `L` is memory from `alloc::alloc::alloc(block_layout(L))`.
 //! > It may be freed by [`NodeCache::free_spilling`] on *any* cache or by
@@ -77,14 +91,21 @@ use core::ptr::{self, NonNull};
 #[cfg(all(test, not(smarm_loom)))]
 mod tests;
 
-/// Class step and the alignment of every cached block.
+/// The step and alignment of the small classes.
 const STEP: usize = 16;
+
+/// The step and alignment of the line classes: a cache line.
+const LINE: usize = 64;
 
 /// The largest cached block size.
 const MAX_CACHED: usize = 512;
 
-/// The number of size classes: 16, 32, ..., 512 bytes.
-pub const CLASSES: usize = MAX_CACHED / STEP;
+/// The number of small classes: 16, 32, ..., 512 bytes.
+const SMALL_CLASSES: usize = MAX_CACHED / STEP;
+
+/// The number of size classes: the small ones, then the line classes
+/// (64, 128, ..., 512 bytes, 64-aligned).
+pub const CLASSES: usize = SMALL_CLASSES + MAX_CACHED / LINE;
 
 /// The layout of a class's stack: [`NodeCache::CLASS_CAP`] block pointers
 /// (8 KiB on a 64-bit target).
@@ -140,10 +161,13 @@ impl NodeCache {
     /// The layout blocks for `layout` are really allocated with (the table
     /// in the [module docs](self)). Idempotent.
     pub const fn block_layout(layout: Layout) -> Layout {
-        let (size, align) = if layout.align() <= STEP && layout.size() <= MAX_CACHED {
-            (round_up(max(layout.size(), 1), STEP), STEP)
+        let size = max(layout.size(), 1);
+        let (size, align) = if layout.align() <= STEP && size <= MAX_CACHED {
+            (round_up(size, STEP), STEP)
+        } else if layout.align() <= LINE && size <= MAX_CACHED {
+            (round_up(size, LINE), LINE)
         } else {
-            (round_up(max(layout.size(), 1), layout.align()), layout.align())
+            (round_up(size, layout.align()), layout.align())
         };
         match Layout::from_size_align(size, align) {
             Ok(l) => l,
@@ -160,12 +184,15 @@ impl NodeCache {
         let block = Self::block_layout(layout);
         if block.align() == STEP && block.size() <= MAX_CACHED {
             Some(block.size() / STEP - 1)
+        } else if block.align() == LINE && block.size() <= MAX_CACHED {
+            Some(SMALL_CLASSES + block.size() / LINE - 1)
         } else {
             None
         }
     }
 
-    /// The block size of class `class` (below [`CLASSES`]): `16 * (class + 1)`.
+    /// The block size of class `class` (below [`CLASSES`]): `16 * (class +
+    /// 1)` for the small classes, then `64 * (class - 31)`.
     pub const fn class_size(class: usize) -> usize {
         class_layout(class).size()
     }
@@ -512,9 +539,15 @@ impl fmt::Debug for Magazine {
     }
 }
 
-/// The block layout of class `c`: size `16 * (c + 1)`, align 16.
+/// The block layout of class `c`: size `16 * (c + 1)`, align 16, for the
+/// small classes; size `64 * (c - 31)`, align 64, for the line classes.
 const fn class_layout(c: usize) -> Layout {
-    match Layout::from_size_align(STEP * (c + 1), STEP) {
+    let (size, align) = if c < SMALL_CLASSES {
+        (STEP * (c + 1), STEP)
+    } else {
+        (LINE * (c - SMALL_CLASSES + 1), LINE)
+    };
+    match Layout::from_size_align(size, align) {
         Ok(l) => l,
         Err(_) => panic!("class out of range"),
     }

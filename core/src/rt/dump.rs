@@ -142,9 +142,11 @@ impl ActorInfo {
 /// `docs/density.md`).
 pub const fn runtime_bytes_per_actor(mailbox: bool) -> usize {
     use core::mem::size_of;
-    // A `BlockArc`'s block: strong and weak counts, then the value.
+    // A `BlockArc`'s block: strong and weak counts, then the value, as the
+    // block cache rounds it (whole lines).
     const fn arc<T>() -> usize {
-        2 * size_of::<usize>() + size_of::<T>()
+        crate::lockfree::node_cache::NodeCache::block_layout(crate::sync::block_arc::block_layout_of::<T>())
+            .size()
     }
     let base = crate::actor::cell::block_bytes()
         + size_of::<crate::spawn::slot::JoinSlot<()>>()

@@ -99,12 +99,24 @@ pub(crate) fn take_ref_if_live(count: &AtomicUsize) -> bool {
     }
 }
 
-/// The block: both counts, then the value.
-#[repr(C)]
+/// The block: both counts, then the value. Line-aligned and line-sized
+/// (the block cache's line classes): the blocks are mailboxes' and
+/// channels' shared halves, written by the workers their ends run on, and
+/// two allocated in a row (a spawner's two pairs) shared a line that then
+/// moved between the pairs' cores on every message (msg_pairs, two pairs
+/// on two workers: 0.92x with the blocks line-aligned; docs/benchmarks.md,
+/// "Blocks that share a cache line").
+#[repr(C, align(64))]
 struct Inner<T> {
     strong: AtomicUsize,
     weak: AtomicUsize,
     value: T,
+}
+
+/// The layout a `BlockArc<T, _>` asks its blocks for (its counts, then
+/// `T`; line-aligned): for the dump's per-actor byte count.
+pub(crate) const fn block_layout_of<T>() -> Layout {
+    Layout::new::<Inner<T>>()
 }
 
 /// Owns a `T` (drop check); `B` only names functions.

@@ -22,12 +22,16 @@ fn block_layouts_round_to_classes() {
         (24, 8, 32, 16),
         (100, 4, 112, 16),
         (512, 16, 512, 16),
+        // Aligned past 16 (up to a line): whole lines.
+        (0, 64, 64, 64),
+        (8, 32, 64, 64),
+        (100, 64, 128, 64),
+        (512, 64, 512, 64),
         // Bypass: too big, or over-aligned.
         (513, 8, 520, 8),
         (4000, 8, 4000, 8),
-        (0, 64, 64, 64),
-        (8, 64, 64, 64),
-        (100, 64, 128, 64),
+        (600, 64, 640, 64),
+        (8, 128, 128, 128),
     ] {
         let b = NodeCache::block_layout(layout(size, align));
         assert_eq!(
@@ -40,13 +44,46 @@ fn block_layouts_round_to_classes() {
 }
 
 #[test]
-fn classes_cover_16_to_512() {
+fn classes_cover_16_to_512_then_lines_to_512() {
     assert_eq!(NodeCache::class(layout(1, 1)), Some(0));
     assert_eq!(NodeCache::class(layout(16, 8)), Some(0));
     assert_eq!(NodeCache::class(layout(17, 8)), Some(1));
-    assert_eq!(NodeCache::class(layout(512, 8)), Some(CLASSES - 1));
+    assert_eq!(NodeCache::class(layout(512, 8)), Some(31));
+    assert_eq!(NodeCache::class(layout(8, 64)), Some(32));
+    assert_eq!(NodeCache::class(layout(65, 32)), Some(33));
+    assert_eq!(NodeCache::class(layout(512, 64)), Some(CLASSES - 1));
     assert_eq!(NodeCache::class(layout(513, 8)), None);
-    assert_eq!(NodeCache::class(layout(16, 32)), None);
+    assert_eq!(NodeCache::class(layout(16, 128)), None);
+    // Every class's block layout maps back to it.
+    for c in 0..CLASSES {
+        let size = NodeCache::class_size(c);
+        let align = if c < 32 { 16 } else { super::LINE };
+        assert_eq!(NodeCache::class(layout(size, align)), Some(c), "class {c}");
+    }
+}
+
+/// Blocks of a type aligned to a cache line are line-aligned and
+/// line-sized, so no two share a line (two mailboxes written from two
+/// workers would otherwise contend for it: docs/benchmarks.md, "Blocks
+/// that share a cache line").
+#[test]
+fn line_class_blocks_own_their_lines() {
+    let mut c = NodeCache::new();
+    let l = layout(200, 64);
+    let blocks: Vec<_> = (0..8).map(|_| c.alloc(l)).collect();
+    for b in &blocks {
+        assert_eq!(
+            b.as_ptr() as usize % super::LINE,
+            0,
+            "a line-class block starts a line"
+        );
+    }
+    assert_eq!(NodeCache::block_layout(l).size() % super::LINE, 0, "and ends one");
+    for b in blocks {
+        // SAFETY: blocks from `c.alloc(l)`, each freed once.
+        unsafe { c.free(b, l) };
+    }
+    assert_eq!(c.cached(), 8, "line-class blocks are cached");
 }
 
 #[test]
@@ -119,7 +156,7 @@ fn cap_per_class() {
 #[test]
 fn large_and_over_aligned_layouts_bypass_the_cache() {
     let mut c = NodeCache::new();
-    for l in [layout(4096, 8), layout(32, 64), layout(0, 128)] {
+    for l in [layout(4096, 8), layout(600, 64), layout(32, 128), layout(0, 256)] {
         let p = c.alloc(l);
         assert_eq!(p.as_ptr() as usize % l.align(), 0);
         // SAFETY: from `c.alloc(l)`, freed once.

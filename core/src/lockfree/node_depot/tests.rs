@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::vec::Vec;
 
 use super::NodeDepot;
-use crate::lockfree::node_cache::{EmptyMagazine, Magazine, NodeCache};
+use crate::lockfree::node_cache::{EmptyMagazine, Magazine, NodeCache, CLASSES};
 use crate::seam::lock::FutexLock;
 use crate::seam::test_platform::StdPlatform;
 
@@ -158,20 +158,20 @@ fn empty_arrays_go_from_a_loading_cache_to_a_spilling_one() {
 
 #[test]
 fn the_depot_holds_no_more_arrays_than_it_may_hold_magazines() {
-    // One magazine per class: 32 arrays, full or empty, at most.
+    // One magazine per class: `CLASSES` arrays, full or empty, at most.
     let d = Depot::new(1);
     let l = layout(40);
     assert!(d.put(magazine(l)).is_none());
-    for _ in 0..40 {
+    for _ in 0..CLASSES + 8 {
         d.put_empty(EmptyMagazine::alloc());
     }
-    assert_eq!((d.held(), d.empties()), (1, 31), "the rest were freed");
+    assert_eq!((d.held(), d.empties()), (1, CLASSES - 1), "the rest were freed");
     // A magazine taken makes room for one more empty array.
     let m = d.take(NodeCache::class(l).unwrap()).expect("kept");
     d.put_empty(EmptyMagazine::alloc());
     d.put_empty(EmptyMagazine::alloc());
-    assert_eq!((d.held(), d.empties()), (0, 32));
-    // A put keeps the magazine and hands an empty array out: still 32.
+    assert_eq!((d.held(), d.empties()), (0, CLASSES));
+    // A put keeps the magazine and hands an empty array out: still `CLASSES`.
     assert!(d.put(m).is_some());
-    assert_eq!((d.held(), d.empties()), (1, 31));
+    assert_eq!((d.held(), d.empties()), (1, CLASSES - 1));
 }

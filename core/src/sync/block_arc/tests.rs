@@ -147,3 +147,24 @@ fn a_large_value_is_built_in_place_and_read_back() {
     drop((a, b));
     assert_eq!(drops(&d), 1);
 }
+
+/// A block asks its allocator for whole cache lines (the block cache's
+/// line classes), so two blocks never share one: a mailbox's counts and
+/// queue written by the workers its actors run on would otherwise move
+/// a line between two unrelated pairs' cores on every message
+/// (docs/benchmarks.md, "Blocks that share a cache line").
+#[test]
+fn a_block_takes_whole_cache_lines() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let l = Layout::new::<Inner<u8>>();
+    assert_eq!(l.align(), 64, "line-aligned");
+    assert_eq!(l.size() % 64, 0, "line-sized");
+    let a = BlockArc::<u64, Counted>::new(|| 7);
+    let p = (&*a as *const u64).addr();
+    assert_eq!(
+        p % 64,
+        2 * core::mem::size_of::<usize>(),
+        "the value follows the counts in the block's first line"
+    );
+    assert_eq!(*a, 7);
+}
